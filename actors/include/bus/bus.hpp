@@ -1,0 +1,145 @@
+// The bus facade: build a bus inside your own caf::actor_system, start it,
+// send and publish from anywhere, add and remove endpoints while it runs,
+// read each endpoint's counters, and stop it cleanly.
+//
+//   bus::bus_builder b{sys};
+//   b.message<order_placed>("order_placed")
+//    .transport(std::make_shared<bus::in_memory_transport>())
+//    .endpoint("billing", [](bus::endpoint_builder& e) {
+//      e.slots(4).handle<order_placed>([](const order_placed& m) { ... });
+//    });
+//   auto bus = b.build();         // result<unique_ptr<message_bus>>          // refuses a bad configuration, naming every mistake
+//   bus.value()->start();
+//   bus.value()->publish(order_placed{"o-1", 42.0});
+//   bus.value()->stop();           // drains work in flight, leaves no actor behind
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bus/endpoint_builder.hpp"
+#include "bus/endpoint_counters.hpp"
+#include "bus/error.hpp"
+#include "bus/headers.hpp"
+#include "bus/message_registry.hpp"
+#include "bus/transport.hpp"
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace spdlog::sinks {
+class sink;
+} // namespace spdlog::sinks
+
+namespace bus {
+
+// Optional fields of a message sent from outside a handler.
+struct send_options {
+  std::string correlation_id;
+  std::string response_address;
+  std::string fault_address;
+  bus::headers headers;
+};
+
+class message_bus;
+
+class bus_builder {
+public:
+  explicit bus_builder(caf::actor_system& system);
+  ~bus_builder();
+  bus_builder(bus_builder&&) noexcept;
+  bus_builder& operator=(bus_builder&&) noexcept;
+
+  // The address messages sent from outside a handler carry as their source.
+  bus_builder& name(std::string name);
+
+  // Registers T as a message under `wire_name` (see message_registry).
+  template <class T>
+  bus_builder& message(std::string wire_name) {
+    return remember(registry_->add<T>(std::move(wire_name)));
+  }
+
+  bus_builder& transport(transport_ptr transport);
+
+  // Adds an endpoint; `configure` fills in its slots and handlers.
+  bus_builder& endpoint(std::string name, const std::function<void(endpoint_builder&)>& configure);
+
+  // Where the bus's loggers (bus.endpoint, bus.move_to_error, ...) write.
+  // Default: standard error. The bus never touches spdlog's global registry.
+  bus_builder& log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks);
+
+  // Checks the whole configuration and reports every mistake at once, in
+  // one errc::invalid_configuration error, one line per mistake.
+  [[nodiscard]] result<std::unique_ptr<message_bus>> build();
+
+private:
+  bus_builder& remember(result<void> step);
+
+  caf::actor_system* system_;
+  std::shared_ptr<message_registry> registry_;
+  transport_ptr transport_;
+  std::string name_ = "bus";
+  std::vector<endpoint_definition> endpoints_;
+  std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks_;
+  std::vector<std::string> mistakes_;
+};
+
+class message_bus {
+public:
+  ~message_bus(); // stops the bus if it still runs
+  message_bus(const message_bus&) = delete;
+  message_bus& operator=(const message_bus&) = delete;
+
+  // Declares every endpoint's queues and subscriptions and spawns its actors.
+  result<void> start();
+
+  // Asks every endpoint to stop: no new deliveries, work in flight drains
+  // (up to each endpoint's drain timeout; what is left is given back to the
+  // transport and logged). Returns at once.
+  void request_stop();
+  // request_stop(), then blocks until every endpoint actor has finished.
+  // Not for a bus on CAF's test coordinator: there, request_stop(), run the
+  // scheduler, and check stopped().
+  void stop();
+  [[nodiscard]] bool running() const noexcept;
+  [[nodiscard]] bool stopped() const noexcept;
+
+  // Adds an endpoint to a running bus (or one not started yet), validated as
+  // build() validates.
+  result<void> add_endpoint(endpoint_builder endpoint);
+  // Stops one endpoint, draining its work as request_stop() does.
+  result<void> remove_endpoint(const std::string& name);
+
+  template <class T>
+  result<void> send(const std::string& queue, T msg, send_options options = {}) {
+    return dispatch(queue, registry().make_body(std::move(msg)), std::move(options));
+  }
+
+  template <class T>
+  result<void> publish(T msg, send_options options = {}) {
+    return dispatch({}, registry().make_body(std::move(msg)), std::move(options));
+  }
+
+  // The counters of `endpoint`, or nothing if there is no such endpoint.
+  [[nodiscard]] std::optional<endpoint_stats> stats(const std::string& endpoint) const;
+  [[nodiscard]] std::vector<std::string> endpoint_names() const;
+  [[nodiscard]] const message_registry& registry() const noexcept;
+  [[nodiscard]] ::bus::transport& transport() const noexcept;
+
+  struct impl;
+
+private:
+  friend class bus_builder;
+  explicit message_bus(std::unique_ptr<impl> state);
+
+  result<void> dispatch(const std::string& queue, result<message_body> body,
+                        send_options options);
+
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace bus

@@ -1,0 +1,50 @@
+// Counters of one endpoint, written by its actors and readable from any
+// thread at any time without a request (they are atomics), so a test on
+// virtual time and an operator's dashboard read them the same way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace bus {
+
+// A consistent-enough copy of the counters: each value is exact, but they
+// are read one after another while the endpoint may be working.
+struct endpoint_stats {
+  std::uint64_t received = 0;     // deliveries taken from the transport
+  std::uint64_t handled = 0;      // ended in success
+  std::uint64_t failed_attempts = 0;
+  std::uint64_t immediate_retries = 0;
+  std::uint64_t redeliveries_scheduled = 0;
+  std::uint64_t dead_lettered = 0; // moved to the error queue
+  std::uint64_t discarded = 0;
+  std::uint64_t skipped = 0;       // no handler: moved to the skipped queue
+  std::uint64_t requeued = 0;      // given back to the transport unfinished (stop, consumer death)
+  std::int64_t in_flight = 0;      // taken and not settled yet
+  std::int64_t pending_redelivery = 0;
+};
+
+class endpoint_counters {
+public:
+  std::atomic<std::uint64_t> received{0};
+  std::atomic<std::uint64_t> handled{0};
+  std::atomic<std::uint64_t> failed_attempts{0};
+  std::atomic<std::uint64_t> immediate_retries{0};
+  std::atomic<std::uint64_t> redeliveries_scheduled{0};
+  std::atomic<std::uint64_t> dead_lettered{0};
+  std::atomic<std::uint64_t> discarded{0};
+  std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> requeued{0};
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::int64_t> pending_redelivery{0};
+
+  [[nodiscard]] endpoint_stats snapshot() const noexcept {
+    auto r = std::memory_order_relaxed;
+    return {received.load(r),  handled.load(r),   failed_attempts.load(r),
+            immediate_retries.load(r), redeliveries_scheduled.load(r), dead_lettered.load(r),
+            discarded.load(r), skipped.load(r),   requeued.load(r),
+            in_flight.load(r), pending_redelivery.load(r)};
+  }
+};
+
+} // namespace bus

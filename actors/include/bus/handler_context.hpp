@@ -1,0 +1,77 @@
+// What a handler sees besides its message: the envelope, where it is in its
+// retry cycle, and an outbox. What a handler sends, publishes or replies is
+// buffered and released only when the handler completes; a failed attempt's
+// messages are dropped, so retries never send duplicates.
+//
+// A context belongs to one attempt on one consumer actor: not thread-safe,
+// not to be kept after the handler returns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bus/envelope.hpp"
+#include "bus/error.hpp"
+#include "bus/message_registry.hpp"
+
+namespace bus {
+
+// A message waiting in an outbox: sent to `queue`, or published when the
+// queue is empty.
+struct outgoing_message {
+  std::string queue;
+  envelope message;
+};
+
+class handler_context {
+public:
+  handler_context(const envelope& message, const message_registry& registry,
+                  std::string endpoint, time_point now, int attempt);
+
+  [[nodiscard]] const envelope& message() const noexcept { return *message_; }
+  [[nodiscard]] const std::string& message_id() const noexcept { return message_->message_id; }
+  [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
+  // Attempts made in this delivery, this one included (1 on the first).
+  [[nodiscard]] int attempt() const noexcept { return attempt_; }
+  // Redeliveries performed before this delivery (0 on the first).
+  [[nodiscard]] std::uint32_t delivery_count() const noexcept { return message_->delivery_count; }
+
+  // Buffers `msg` for `queue`. Fails only if T is not a registered message.
+  template <class T>
+  result<void> send(std::string queue, T msg) {
+    return stage(std::move(queue), registry_->make_body(std::move(msg)));
+  }
+
+  // Buffers `msg` for every endpoint subscribed to T.
+  template <class T>
+  result<void> publish(T msg) {
+    return stage({}, registry_->make_body(std::move(msg)));
+  }
+
+  // Buffers `msg` for the response address of the message being handled;
+  // errc::invalid_configuration if it has none.
+  template <class T>
+  result<void> reply(T msg) {
+    if (message_->response_address.empty())
+      return error{errc::invalid_configuration,
+                   "message " + message_id() + " has no response address to reply to"};
+    return send(message_->response_address, std::move(msg));
+  }
+
+  // The buffered messages, for the consumer to release on success.
+  [[nodiscard]] std::vector<outgoing_message> take_outbox() noexcept { return std::move(outbox_); }
+
+private:
+  result<void> stage(std::string queue, result<message_body> body);
+
+  const envelope* message_;
+  const message_registry* registry_;
+  std::string endpoint_;
+  time_point now_;
+  int attempt_;
+  std::vector<outgoing_message> outbox_;
+};
+
+} // namespace bus

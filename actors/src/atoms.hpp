@@ -1,0 +1,35 @@
+// The runtime's private vocabulary between its actors. Kept in namespace
+// bus so that it never clashes with CAF's own atoms.
+#pragma once
+
+#include <cstdint>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include "bus/transport.hpp"
+
+namespace bus::detail {
+
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;   // transport -> endpoint
+using run_atom = caf::atom_constant<caf::atom("run")>;           // endpoint -> consumer
+using done_atom = caf::atom_constant<caf::atom("done")>;         // consumer -> endpoint
+using stop_atom = caf::atom_constant<caf::atom("stop")>;         // bus -> endpoint
+using drained_atom = caf::atom_constant<caf::atom("drained")>;   // endpoint -> itself
+using overdue_atom = caf::atom_constant<caf::atom("overdue")>;   // endpoint -> itself
+
+// How an attempt at a delivery ended, from the endpoint's point of view:
+// what to tell the transport and which counter moves.
+enum class outcome : std::uint8_t {
+  handled,       // ack
+  dead_lettered, // a copy is on the error queue: ack
+  discarded,     // ack
+  skipped,       // a copy is on the skipped queue (or dropped by option): ack
+  requeue,       // not done and not safe anywhere else: back to the transport
+};
+
+} // namespace bus::detail
+
+// A delivery holds a shared envelope (not serializable by CAF, and never
+// meant to leave the process inside a CAF message).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::delivery)

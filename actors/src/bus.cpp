@@ -1,0 +1,278 @@
+#include "bus/bus.hpp"
+
+#include <map>
+#include <mutex>
+
+#include <caf/all.hpp>
+
+#include "atoms.hpp"
+#include "endpoint_actor.hpp"
+#include "endpoint_runtime.hpp"
+#include "logging.hpp"
+#include "outgoing.hpp"
+#include "validation.hpp"
+
+namespace bus {
+
+namespace {
+
+// Wall-clock time that advances with the actor system's clock, so a bus on
+// CAF's test coordinator stamps virtual time into headers and faults.
+std::function<time_point()> clock_of(caf::actor_system& sys) {
+  auto* clock = &sys.clock();
+  auto steady_start = clock->now();
+  auto wall_start = std::chrono::system_clock::now();
+  return [clock, steady_start, wall_start] {
+    return wall_start
+           + std::chrono::duration_cast<time_point::duration>(clock->now() - steady_start);
+  };
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& line : lines) {
+    if (!out.empty())
+      out += '\n';
+    out += line;
+  }
+  return out;
+}
+
+} // namespace
+
+struct message_bus::impl {
+  struct endpoint_entry {
+    endpoint_definition definition; // moved into the runtime once started
+    std::shared_ptr<detail::endpoint_status> status = std::make_shared<detail::endpoint_status>();
+    caf::actor actor;
+  };
+
+  caf::actor_system* system = nullptr;
+  std::shared_ptr<message_registry> registry;
+  transport_ptr transport;
+  std::string name;
+  detail::loggers log;
+  std::function<time_point()> clock;
+
+  mutable std::mutex mutex; // guards endpoints and running: the facade is called from any thread
+  std::map<std::string, endpoint_entry> endpoints;
+  bool running = false;
+
+  // Declares the endpoint's queues and subscriptions, then spawns its actor.
+  result<void> launch(endpoint_entry& e) {
+    auto& t = *transport;
+    const auto& def = e.definition;
+    for (const auto* queue : {&def.name, &def.error_queue, &def.skipped_queue})
+      if (auto ok = t.declare_queue(*queue); !ok)
+        return ok.error();
+    for (const auto& slot : def.handlers)
+      if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
+        return ok.error();
+    auto queue = def.name;
+    auto slots = def.slots;
+    auto rt = std::make_shared<const detail::endpoint_runtime>(std::move(e.definition), registry,
+                                                                transport, log, clock, e.status);
+    auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
+    auto consuming = t.consume(queue, slots, [actor](delivery d) {
+      caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
+    });
+    if (!consuming) {
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+      return consuming.error();
+    }
+    e.actor = std::move(actor);
+    return {};
+  }
+};
+
+// -- bus_builder --------------------------------------------------------------
+
+bus_builder::bus_builder(caf::actor_system& system)
+  : system_(&system), registry_(std::make_shared<message_registry>()) {}
+bus_builder::~bus_builder() = default;
+bus_builder::bus_builder(bus_builder&&) noexcept = default;
+bus_builder& bus_builder::operator=(bus_builder&&) noexcept = default;
+
+bus_builder& bus_builder::name(std::string name) {
+  name_ = std::move(name);
+  return *this;
+}
+
+bus_builder& bus_builder::transport(transport_ptr transport) {
+  transport_ = std::move(transport);
+  return *this;
+}
+
+bus_builder& bus_builder::endpoint(std::string name,
+                                   const std::function<void(endpoint_builder&)>& configure) {
+  endpoint_builder e(std::move(name));
+  if (configure)
+    configure(e);
+  endpoints_.push_back(std::move(e).definition());
+  return *this;
+}
+
+bus_builder& bus_builder::log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks) {
+  sinks_ = std::move(sinks);
+  return *this;
+}
+
+bus_builder& bus_builder::remember(result<void> step) {
+  if (!step)
+    mistakes_.push_back(step.error().message);
+  return *this;
+}
+
+result<std::unique_ptr<message_bus>> bus_builder::build() {
+  auto mistakes = mistakes_;
+  if (!transport_)
+    mistakes.push_back("the bus has no transport (call transport(...))");
+  std::set<std::string> names;
+  for (auto& def : endpoints_) {
+    detail::complete(def);
+    if (!names.insert(def.name).second)
+      mistakes.push_back("endpoint '" + def.name + "' is defined twice");
+    for (auto& m : detail::mistakes_in(def, *registry_))
+      mistakes.push_back(std::move(m));
+  }
+  if (!mistakes.empty())
+    return error{errc::invalid_configuration, join_lines(mistakes)};
+  auto state = std::make_unique<message_bus::impl>();
+  state->system = system_;
+  state->registry = registry_;
+  state->transport = transport_;
+  state->name = name_;
+  state->log = detail::loggers::make(sinks_);
+  state->clock = clock_of(*system_);
+  for (auto& def : endpoints_) {
+    auto key = def.name;
+    state->endpoints[key].definition = std::move(def);
+  }
+  endpoints_.clear();
+  return std::unique_ptr<message_bus>(new message_bus(std::move(state)));
+}
+
+// -- message_bus ----------------------------------------------------------------------
+
+message_bus::message_bus(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
+
+message_bus::~message_bus() {
+  // Never block here (a bus on the test coordinator would hang): ask the
+  // endpoints to drain; the actor system waits for them.
+  request_stop();
+}
+
+result<void> message_bus::start() {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  if (impl_->running)
+    return error{errc::invalid_configuration, "the bus is already started"};
+  for (auto& [name, e] : impl_->endpoints)
+    if (!e.actor)
+      if (auto ok = impl_->launch(e); !ok)
+        return error{ok.error().code, "cannot start endpoint '" + name + "': " + ok.error().message};
+  impl_->running = true;
+  return {};
+}
+
+void message_bus::request_stop() {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  impl_->running = false;
+  for (auto& [name, e] : impl_->endpoints)
+    if (e.actor)
+      caf::anon_send(e.actor, detail::stop_atom::value);
+}
+
+void message_bus::stop() {
+  request_stop();
+  std::vector<caf::actor> actors;
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    for (auto& [name, e] : impl_->endpoints)
+      if (e.actor)
+        actors.push_back(e.actor);
+  }
+  caf::scoped_actor self{*impl_->system};
+  for (auto& a : actors)
+    self->monitor(a);
+  for (std::size_t i = 0; i < actors.size(); ++i)
+    self->receive([](const caf::down_msg&) {});
+}
+
+bool message_bus::running() const noexcept {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  return impl_->running;
+}
+
+bool message_bus::stopped() const noexcept {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  for (const auto& [name, e] : impl_->endpoints)
+    if (e.actor && !e.status->finished.load())
+      return false;
+  return !impl_->running;
+}
+
+result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
+  auto def = std::move(endpoint).definition();
+  detail::complete(def);
+  auto mistakes = detail::mistakes_in(def, *impl_->registry);
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  if (auto it = impl_->endpoints.find(def.name);
+      it != impl_->endpoints.end() && !(it->second.actor && it->second.status->finished.load()))
+    mistakes.push_back("endpoint '" + def.name + "' exists already");
+  if (!mistakes.empty())
+    return error{errc::invalid_configuration, join_lines(mistakes)};
+  auto name = def.name;
+  auto& e = impl_->endpoints[name] = impl::endpoint_entry{};
+  e.definition = std::move(def);
+  if (impl_->running)
+    return impl_->launch(e);
+  return {};
+}
+
+result<void> message_bus::remove_endpoint(const std::string& name) {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  auto it = impl_->endpoints.find(name);
+  if (it == impl_->endpoints.end())
+    return error{errc::invalid_configuration, "there is no endpoint '" + name + "'"};
+  if (it->second.actor)
+    caf::anon_send(it->second.actor, detail::stop_atom::value);
+  else
+    impl_->endpoints.erase(it);
+  return {};
+}
+
+std::optional<endpoint_stats> message_bus::stats(const std::string& endpoint) const {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  auto it = impl_->endpoints.find(endpoint);
+  if (it == impl_->endpoints.end())
+    return std::nullopt;
+  return it->second.status->counters.snapshot();
+}
+
+std::vector<std::string> message_bus::endpoint_names() const {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  std::vector<std::string> out;
+  for (const auto& [name, e] : impl_->endpoints)
+    out.push_back(name);
+  return out;
+}
+
+const message_registry& message_bus::registry() const noexcept { return *impl_->registry; }
+
+transport& message_bus::transport() const noexcept { return *impl_->transport; }
+
+result<void> message_bus::dispatch(const std::string& queue, result<message_body> body,
+                           send_options options) {
+  if (!body)
+    return body.error();
+  auto env = detail::make_envelope(std::move(*body), impl_->name, impl_->clock());
+  env.destination_address = queue;
+  env.correlation_id = std::move(options.correlation_id);
+  env.response_address = std::move(options.response_address);
+  env.fault_address = std::move(options.fault_address);
+  env.headers = std::move(options.headers);
+  return queue.empty() ? impl_->transport->publish(std::move(env))
+                       : impl_->transport->send(queue, std::move(env));
+}
+
+} // namespace bus

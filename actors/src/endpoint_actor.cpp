@@ -1,0 +1,170 @@
+#include "endpoint_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include "atoms.hpp"
+#include "consumer_actor.hpp"
+
+namespace bus::detail {
+
+namespace {
+
+using endpoint = caf::stateful_actor<endpoint_state>;
+
+void spawn_consumer(endpoint* self) {
+  auto c = self->spawn<caf::monitored>(consumer_actor, self->state.rt, caf::actor_cast<caf::actor>(self));
+  self->state.consumers.emplace(c.address(), c);
+  self->state.idle.push_back(std::move(c));
+}
+
+void dispatch(endpoint* self) {
+  auto& st = self->state;
+  while (!st.idle.empty() && !st.waiting.empty()) {
+    auto consumer = std::move(st.idle.back());
+    st.idle.pop_back();
+    auto d = std::move(st.waiting.front());
+    st.waiting.pop_front();
+    st.busy.emplace(consumer.address(), d);
+    self->send(consumer, run_atom::value, std::move(d));
+  }
+}
+
+// Tells the transport what became of a delivery, and counts it.
+void settle(endpoint* self, const delivery& d, outcome result) {
+  const auto& rt = *self->state.rt;
+  auto& c = rt.counters();
+  auto relaxed = std::memory_order_relaxed;
+  auto settled = result == outcome::requeue ? rt.transport().reject(d.tag, /*requeue=*/true)
+                                            : rt.transport().ack(d.tag);
+  if (!settled)
+    rt.log().endpoint->error("endpoint '{}' cannot settle delivery {} of message {}: {}", rt.name(),
+                             d.tag, d.message->message_id, to_string(settled.error()));
+  switch (result) {
+    case outcome::handled: c.handled.fetch_add(1, relaxed); break;
+    case outcome::dead_lettered: c.dead_lettered.fetch_add(1, relaxed); break;
+    case outcome::discarded: c.discarded.fetch_add(1, relaxed); break;
+    case outcome::skipped: c.skipped.fetch_add(1, relaxed); break;
+    case outcome::requeue: c.requeued.fetch_add(1, relaxed); break;
+  }
+  c.in_flight.fetch_sub(1, relaxed);
+}
+
+// Stopping ends only once every delivery sent to this actor before the
+// transport's cancel returned has been seen: the check goes through the
+// mailbox, behind them.
+void check_drained(endpoint* self) {
+  if (self->state.stopping && self->state.busy.empty() && self->state.waiting.empty())
+    self->send(self, drained_atom::value);
+}
+
+void finish(endpoint* self) {
+  auto& st = self->state;
+  for (auto& [addr, consumer] : st.consumers) {
+    self->demonitor(consumer);
+    self->send_exit(consumer, caf::exit_reason::user_shutdown);
+  }
+  st.consumers.clear();
+  st.idle.clear();
+  st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
+  st.rt->status().finished.store(true);
+  self->quit();
+}
+
+void begin_stop(endpoint* self) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  st.stopping = true;
+  st.rt->transport().cancel(st.rt->name());
+  // Deliveries that never reached a consumer go back at once.
+  for (auto& d : st.waiting)
+    settle(self, d, outcome::requeue);
+  st.waiting.clear();
+  self->delayed_send(self, st.rt->definition().drain_timeout, overdue_atom::value);
+  check_drained(self);
+}
+
+} // namespace
+
+caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
+  self->state.rt = std::move(rt);
+  auto& st = self->state;
+  for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
+    spawn_consumer(self);
+
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    auto consumer = st.consumers.find(dm.source);
+    if (consumer == st.consumers.end())
+      return;
+    st.consumers.erase(consumer);
+    st.idle.erase(std::remove_if(st.idle.begin(), st.idle.end(),
+                                 [&](const caf::actor& a) { return a.address() == dm.source; }),
+                  st.idle.end());
+    if (auto it = st.busy.find(dm.source); it != st.busy.end()) {
+      // The consumer died mid-attempt: a failed attempt, and the message
+      // goes back to the transport, so nothing is lost.
+      st.rt->log().endpoint->error(
+        "a consumer of endpoint '{}' died ({}) while handling message {}; returning it to '{}'",
+        st.rt->name(), self->system().render(dm.reason), it->second.message->message_id,
+        it->second.queue);
+      st.rt->counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
+      settle(self, it->second, outcome::requeue);
+      st.busy.erase(it);
+    }
+    if (!st.stopping) {
+      spawn_consumer(self);
+      dispatch(self);
+    }
+    check_drained(self);
+  });
+
+  st.rt->log().endpoint->info("endpoint '{}' started with {} slots", st.rt->name(),
+                              st.rt->definition().slots);
+
+  return {
+    [=](deliver_atom, delivery& d) {
+      auto& st = self->state;
+      auto& c = st.rt->counters();
+      c.received.fetch_add(1, std::memory_order_relaxed);
+      c.in_flight.fetch_add(1, std::memory_order_relaxed);
+      if (st.stopping) {
+        settle(self, d, outcome::requeue);
+        return;
+      }
+      st.waiting.push_back(std::move(d));
+      dispatch(self);
+    },
+    [=](done_atom, std::uint64_t tag, outcome result) {
+      auto& st = self->state;
+      auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      auto it = st.busy.find(sender);
+      if (it == st.busy.end() || it->second.tag != tag)
+        return; // settled already (the drain timed out and gave it back)
+      settle(self, it->second, result);
+      st.busy.erase(it);
+      if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
+        st.idle.push_back(consumer->second);
+      dispatch(self);
+      check_drained(self);
+    },
+    [=](stop_atom) { begin_stop(self); },
+    [=](drained_atom) {
+      if (self->state.busy.empty() && self->state.waiting.empty())
+        finish(self);
+    },
+    [=](overdue_atom) {
+      auto& st = self->state;
+      for (auto& [consumer, d] : st.busy) {
+        st.rt->log().endpoint->warn(
+          "endpoint '{}' stopped before message {} was done; returning it to '{}'", st.rt->name(),
+          d.message->message_id, d.queue);
+        settle(self, d, outcome::requeue);
+      }
+      st.busy.clear();
+      finish(self);
+    },
+  };
+}
+
+} // namespace bus::detail

@@ -1,0 +1,34 @@
+// The endpoint actor: takes deliveries from the transport, hands each to an
+// idle consumer (one per concurrency slot), settles it with the transport
+// when the consumer reports, replaces consumers that die, and stops by
+// draining what is in flight.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "endpoint_runtime.hpp"
+
+namespace bus::detail {
+
+struct endpoint_state {
+  endpoint_runtime_ptr rt;
+  std::vector<caf::actor> idle;                          // consumers waiting for work
+  std::unordered_map<caf::actor_addr, delivery> busy;    // consumer -> what it works on
+  std::unordered_map<caf::actor_addr, caf::actor> consumers;
+  std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
+  bool stopping = false;
+  static inline const char* name = "bus.endpoint";
+};
+
+// Spawns the endpoint's consumers. Deliveries arrive as (deliver_atom,
+// delivery) from the transport's handler, which the bus registers right
+// after the spawn, so that start() returns with every endpoint consuming.
+caf::behavior endpoint_actor(caf::stateful_actor<endpoint_state>* self, endpoint_runtime_ptr rt);
+
+} // namespace bus::detail

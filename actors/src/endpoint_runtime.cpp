@@ -1,0 +1,37 @@
+#include "endpoint_runtime.hpp"
+
+#include <unistd.h>
+
+namespace bus::detail {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0)
+    return "unknown";
+  return buf;
+}
+
+} // namespace
+
+endpoint_runtime::endpoint_runtime(endpoint_definition definition,
+                                   std::shared_ptr<const message_registry> registry,
+                                   transport_ptr transport, loggers log,
+                                   std::function<time_point()> clock,
+                                   std::shared_ptr<endpoint_status> status)
+  : def_(std::move(definition)), registry_(std::move(registry)), transport_(std::move(transport)),
+    log_(std::move(log)), clock_(std::move(clock)), status_(std::move(status)),
+    host_(host_name()), process_(std::to_string(::getpid())) {
+  // Handler types were checked against the registry when the bus was built.
+  for (const auto& slot : def_.handlers)
+    if (auto type = registry_->find(slot.cpp_type))
+      by_type_name_.emplace(type->name, &slot);
+}
+
+const handler_slot* endpoint_runtime::find_handler(std::string_view type_name) const {
+  auto it = by_type_name_.find(std::string(type_name));
+  return it == by_type_name_.end() ? nullptr : it->second;
+}
+
+} // namespace bus::detail

@@ -1,0 +1,63 @@
+// What every actor of one endpoint shares: its definition, the registry,
+// the transport, the loggers, the clock and the counters. Built once when
+// the endpoint starts and immutable afterwards (the counters are atomics),
+// so the actors read it without messages or locks.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "bus/endpoint_builder.hpp"
+#include "bus/endpoint_counters.hpp"
+#include "bus/message_registry.hpp"
+#include "bus/transport.hpp"
+#include "logging.hpp"
+
+namespace bus::detail {
+
+struct endpoint_status {
+  endpoint_counters counters;
+  std::atomic<bool> finished{false};
+};
+
+class endpoint_runtime {
+public:
+  endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,
+                   transport_ptr transport, loggers log, std::function<time_point()> clock,
+                   std::shared_ptr<endpoint_status> status);
+  endpoint_runtime(const endpoint_runtime&) = delete;
+  endpoint_runtime& operator=(const endpoint_runtime&) = delete;
+
+  [[nodiscard]] const endpoint_definition& definition() const noexcept { return def_; }
+  [[nodiscard]] const std::string& name() const noexcept { return def_.name; }
+  [[nodiscard]] const message_registry& registry() const noexcept { return *registry_; }
+  [[nodiscard]] ::bus::transport& transport() const noexcept { return *transport_; }
+  [[nodiscard]] const loggers& log() const noexcept { return log_; }
+  [[nodiscard]] endpoint_counters& counters() const noexcept { return status_->counters; }
+  [[nodiscard]] endpoint_status& status() const noexcept { return *status_; }
+  [[nodiscard]] time_point now() const { return clock_(); }
+  [[nodiscard]] const std::string& host() const noexcept { return host_; }
+  [[nodiscard]] const std::string& process() const noexcept { return process_; }
+
+  // The handler for messages registered as `type_name`, or null.
+  [[nodiscard]] const handler_slot* find_handler(std::string_view type_name) const;
+
+private:
+  endpoint_definition def_;
+  std::shared_ptr<const message_registry> registry_;
+  transport_ptr transport_;
+  loggers log_;
+  std::function<time_point()> clock_;
+  std::shared_ptr<endpoint_status> status_;
+  std::string host_;
+  std::string process_;
+  std::unordered_map<std::string, const handler_slot*> by_type_name_;
+};
+
+using endpoint_runtime_ptr = std::shared_ptr<const endpoint_runtime>;
+
+} // namespace bus::detail

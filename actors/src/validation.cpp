@@ -1,0 +1,44 @@
+#include "validation.hpp"
+
+#include <set>
+
+#include "bus/exception_info.hpp"
+
+namespace bus::detail {
+
+void complete(endpoint_definition& def) {
+  if (def.error_queue.empty())
+    def.error_queue = def.name + "_error";
+  if (def.skipped_queue.empty())
+    def.skipped_queue = def.name + "_skipped";
+}
+
+std::vector<std::string> mistakes_in(const endpoint_definition& def,
+                                     const message_registry& registry) {
+  std::vector<std::string> out;
+  auto where = "endpoint '" + def.name + "': ";
+  if (def.name.empty())
+    out.push_back("an endpoint has an empty name");
+  if (def.slots == 0)
+    out.push_back(where + "slots must be at least 1");
+  if (def.error_queue == def.name || def.skipped_queue == def.name)
+    out.push_back(where + "its error and skipped queues must differ from its input queue");
+  if (def.drain_timeout.count() < 0)
+    out.push_back(where + "the drain timeout must not be negative");
+  if (def.handlers.empty())
+    out.push_back(where + "it has no handler");
+  std::set<std::string> seen;
+  for (const auto& slot : def.handlers) {
+    auto type = registry.find(slot.cpp_type);
+    if (!type) {
+      out.push_back(where + "a handler takes C++ type " + slot.cpp_type.name()
+                    + ", which is not a registered message (call message<T>(name) first)");
+      continue;
+    }
+    if (!seen.insert(type->name).second)
+      out.push_back(where + "more than one handler for message '" + type->name + "'");
+  }
+  return out;
+}
+
+} // namespace bus::detail

@@ -1,0 +1,20 @@
+// Checks an endpoint definition against the registry before anything is
+// spawned, so a bad configuration is refused with every mistake named.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bus/endpoint_builder.hpp"
+#include "bus/message_registry.hpp"
+
+namespace bus::detail {
+
+// Fills in defaults (the error and skipped queue names).
+void complete(endpoint_definition& def);
+
+// Every mistake in `def`, one sentence each; empty if there is none.
+[[nodiscard]] std::vector<std::string> mistakes_in(const endpoint_definition& def,
+                                                   const message_registry& registry);
+
+} // namespace bus::detail

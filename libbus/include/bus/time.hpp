@@ -1,0 +1,28 @@
+// The bus's vocabulary for time. Wall-clock time points (they travel in
+// headers between processes) and millisecond durations (every delay a user
+// configures). Nothing here reads a clock: callers pass `now` in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <optional>
+
+namespace bus {
+
+using duration = std::chrono::milliseconds;
+using time_point = std::chrono::system_clock::time_point;
+
+// Milliseconds since the Unix epoch, the form a time takes in a header.
+[[nodiscard]] std::int64_t to_unix_ms(time_point t) noexcept;
+[[nodiscard]] time_point from_unix_ms(std::int64_t ms) noexcept;
+
+// "2026-11-22T10:15:30.123Z" (UTC), for logs and headers read by people.
+[[nodiscard]] std::string to_iso8601(time_point t);
+
+// "HH:MM:SS" or "HH:MM:SS.mmm" when there are milliseconds, as in
+// NServiceBus's retry log lines ("after a delay of 00:00:10").
+[[nodiscard]] std::string to_hms(duration d);
+
+} // namespace bus

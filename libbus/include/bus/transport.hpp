@@ -1,0 +1,78 @@
+// The transport port: what the bus needs from whatever carries its
+// messages. transports/ implements it (in memory, RabbitMQ); the runtime
+// uses only this interface. No CAF here: a transport knows nothing of actors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "bus/envelope.hpp"
+#include "bus/error.hpp"
+
+namespace bus {
+
+// Envelopes travel shared and immutable from the transport to the handler;
+// whoever needs a changed one (a redelivery, an error-queue copy) copies it.
+using envelope_ptr = std::shared_ptr<const envelope>;
+
+struct delivery {
+  std::uint64_t tag = 0; // unique within the transport; what ack and reject take
+  std::string queue;
+  envelope_ptr message;
+  bool redelivered = false; // the transport delivered this message before
+};
+
+// Called for each delivery, on any thread. It must not block and must not
+// call back into the transport: it hands the delivery on (to an actor's
+// mailbox) and returns.
+using delivery_handler = std::function<void(delivery)>;
+
+struct transport_capabilities {
+  bool durable = false;               // messages survive a restart of this process
+  bool native_delivery_count = false; // the transport counts redeliveries itself
+};
+
+class transport {
+public:
+  virtual ~transport() = default;
+
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  [[nodiscard]] virtual transport_capabilities capabilities() const noexcept = 0;
+
+  // Creates `queue` unless it exists. Idempotent.
+  virtual result<void> declare_queue(const std::string& queue) = 0;
+
+  // Every later publish of `message_type` reaches `queue` too (fan-out).
+  virtual result<void> subscribe(const std::string& queue, const std::string& message_type) = 0;
+
+  // Starts delivering the messages of `queue` to `on_delivery`, with at most
+  // `max_unacked` of them delivered and neither acknowledged nor rejected.
+  // One consumer per queue; errc::duplicate if there is one already.
+  virtual result<void> consume(const std::string& queue, std::size_t max_unacked,
+                               delivery_handler on_delivery) = 0;
+
+  // Stops deliveries from `queue`: once cancel returns, its handler is not
+  // called again. Deliveries already made stay outstanding until they are
+  // acknowledged or rejected. Must not be called from inside a handler.
+  virtual void cancel(const std::string& queue) = 0;
+
+  // Puts `msg` on `queue`; errc::unknown_queue if it was never declared.
+  virtual result<void> send(const std::string& queue, envelope msg) = 0;
+
+  // Puts a copy of `msg` on every queue subscribed to its type. A type
+  // nobody subscribed to is not an error: events may have no listener.
+  virtual result<void> publish(envelope msg) = 0;
+
+  // Settles a delivery: done with it for good, or back on its queue
+  // (redelivered = true) if `requeue`, else dropped.
+  virtual result<void> ack(std::uint64_t tag) = 0;
+  virtual result<void> reject(std::uint64_t tag, bool requeue) = 0;
+};
+
+using transport_ptr = std::shared_ptr<transport>;
+
+} // namespace bus

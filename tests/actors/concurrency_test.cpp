@@ -1,0 +1,110 @@
+// An endpoint with N slots runs at most N handlers at once, and does reach N.
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+#include <spdlog/sinks/null_sink.h>
+
+#include "bus/actor_handler.hpp"
+#include "support/caf_fixture.hpp"
+#include "support/holding_actor.hpp"
+
+using namespace bus::test;
+
+TEST_CASE_METHOD(caf_fixture, "with N slots exactly N messages are in their handler while more wait") {
+  // What the handler actor holds unanswered is exactly what runs at once.
+  auto counts = std::make_shared<holding_counts>();
+  auto worker = spawn_holding_actor<order_placed>(sys, counts);
+  auto b = builder();
+  b.endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.slots(3).handle_with_actor<order_placed>(worker, std::chrono::hours(1));
+  });
+  auto bus = start(b);
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), 1}));
+  sched.run();
+  CHECK(counts->holding() == 3);
+  CHECK(transport->depth("billing") == 7);
+
+  std::size_t most_at_once = counts->holding();
+  while (counts->answered < 10) {
+    caf::anon_send(worker, release_atom::value);
+    sched.run();
+    most_at_once = std::max(most_at_once, counts->holding());
+    CHECK(counts->holding() <= 3);
+  }
+  CHECK(counts->received == 10);
+  CHECK(most_at_once == 3);
+  CHECK(stats(*bus, "billing").handled == 10);
+  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+// Counts handlers running at once. Each handler waits, on a condition and
+// with a deadline, until `target` run together, so the test proves the
+// endpoint reaches its limit; once reached, handlers pass straight through.
+class concurrency_probe {
+public:
+  explicit concurrency_probe(int target) : target_(target) {}
+
+  void enter_and_leave() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++running_;
+    most_ = std::max(most_, running_);
+    if (running_ >= target_)
+      reached_ = true;
+    changed_.notify_all();
+    changed_.wait_for(lock, std::chrono::seconds(10), [&] { return reached_; });
+    --running_;
+    ++completed_;
+    changed_.notify_all();
+  }
+
+  // Waits until `n` handlers have completed, or a deadline passes.
+  bool wait_completed(int n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(20), [&] { return completed_ >= n; });
+  }
+
+  int most() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return most_;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int target_;
+  int running_ = 0;
+  int most_ = 0;
+  int completed_ = 0;
+  bool reached_ = false;
+};
+
+} // namespace
+
+TEST_CASE("on real threads an endpoint with 4 slots runs 4 handlers at once and never 5") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 8); // more threads than slots: only the slots may limit
+  caf::actor_system sys{cfg};
+  auto transport = std::make_shared<bus::in_memory_transport>();
+  auto probe = std::make_shared<concurrency_probe>(4);
+  bus::bus_builder b{sys};
+  b.transport(transport)
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .message<order_placed>("order_placed")
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(4).handle<order_placed>([probe](const order_placed&) { probe->enter_and_leave(); });
+    });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+  for (int i = 0; i < 40; ++i)
+    REQUIRE((*bus)->send("billing", order_placed{"o-" + std::to_string(i), 1}));
+  CHECK(probe->wait_completed(40));
+  (*bus)->stop();
+  CHECK(probe->most() == 4);
+  CHECK((*bus)->stats("billing")->handled == 40);
+}

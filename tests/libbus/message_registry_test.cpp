@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include "bus/message_registry.hpp"
+#include "support/sample_messages.hpp"
+
+using bus::errc;
+using bus::test::invoice_requested;
+using bus::test::order_placed;
+
+namespace {
+
+bus::message_registry registry_with_orders() {
+  bus::message_registry r;
+  REQUIRE(r.add<order_placed>("order_placed"));
+  REQUIRE(r.add<invoice_requested>("invoice_requested"));
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("a registered message round-trips through its JSON text") {
+  auto r = registry_with_orders();
+  auto body = r.make_body(order_placed{"o-17", 99.5});
+  REQUIRE(body);
+  auto text = body->to_json_text();
+  REQUIRE(text);
+  CHECK(nlohmann::json::parse(*text) == nlohmann::json{{"order_id", "o-17"}, {"amount", 99.5}});
+  auto decoded = r.decode("order_placed", *text);
+  REQUIRE(decoded);
+  REQUIRE(decoded->get<order_placed>() != nullptr);
+  CHECK(*decoded->get<order_placed>() == order_placed{"o-17", 99.5});
+}
+
+TEST_CASE("a typed body hands out its object only as its own type") {
+  auto r = registry_with_orders();
+  auto body = r.make_body(order_placed{"o-1", 1});
+  REQUIRE(body);
+  CHECK(body->get<order_placed>() != nullptr);
+  CHECK(body->get<invoice_requested>() == nullptr);
+}
+
+TEST_CASE("names and types are looked up both ways") {
+  auto r = registry_with_orders();
+  REQUIRE(r.find("invoice_requested"));
+  CHECK(r.find("invoice_requested")->cpp_type == std::type_index(typeid(invoice_requested)));
+  REQUIRE(r.find<order_placed>());
+  CHECK(r.find<order_placed>()->name == "order_placed");
+  CHECK_FALSE(r.find("nothing"));
+}
+
+TEST_CASE("registering a name or a type twice differently is refused, the same pair is not") {
+  auto r = registry_with_orders();
+  CHECK(r.add<order_placed>("order_placed"));
+  auto other_type = r.add<invoice_requested>("order_placed");
+  REQUIRE_FALSE(other_type);
+  CHECK(other_type.error().code == errc::duplicate);
+  auto other_name = r.add<order_placed>("order_created");
+  REQUIRE_FALSE(other_name);
+  CHECK(other_name.error().code == errc::duplicate);
+  CHECK(other_name.error().message.find("order_placed") != std::string::npos);
+  CHECK_FALSE(r.add<order_placed>(""));
+}
+
+TEST_CASE("decoding reports an unknown type, invalid JSON and a body of the wrong shape") {
+  auto r = registry_with_orders();
+  auto unknown = r.decode("order_shipped", "{}");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().code == errc::unknown_message_type);
+  CHECK(unknown.error().message.find("order_shipped") != std::string::npos);
+
+  auto not_json = r.decode("order_placed", "{\"order_id\": ");
+  REQUIRE_FALSE(not_json);
+  CHECK(not_json.error().code == errc::malformed_message);
+
+  auto wrong_shape = r.decode("order_placed", R"({"order_id": 12})");
+  REQUIRE_FALSE(wrong_shape);
+  CHECK(wrong_shape.error().code == errc::malformed_message);
+  CHECK(wrong_shape.error().message.find("order_placed") != std::string::npos);
+}
+
+TEST_CASE("making a body of an unregistered type is an error, not a crash") {
+  bus::message_registry r;
+  auto body = r.make_body(order_placed{"o-1", 1});
+  REQUIRE_FALSE(body);
+  CHECK(body.error().code == errc::unknown_message_type);
+}
+
+TEST_CASE("ensure_typed decodes text once and passes a typed body through") {
+  auto r = registry_with_orders();
+  auto typed = r.make_body(order_placed{"o-2", 2});
+  REQUIRE(typed);
+  auto same = r.ensure_typed("order_placed", *typed);
+  REQUIRE(same);
+  CHECK(same->object() == typed->object()); // shared, not copied
+  auto from_text = r.ensure_typed("order_placed", bus::message_body::text(R"({"order_id":"o-3","amount":3})"));
+  REQUIRE(from_text);
+  CHECK(*from_text->get<order_placed>() == order_placed{"o-3", 3});
+}

@@ -1,0 +1,93 @@
+// The in-memory transport: named queues in this process, the embedded
+// default and the transport of every deterministic test. Typed bodies pass
+// through untouched (no serialization on this path).
+//
+// Thread-safe: any thread may call any member. Delivery handlers run on the
+// calling thread, outside the lock, after the operation that made the
+// delivery possible (a send, a publish, an ack, a reject, consume itself).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bus/transport.hpp"
+
+namespace bus {
+
+class in_memory_transport final : public transport {
+public:
+  in_memory_transport() = default;
+
+  [[nodiscard]] std::string_view name() const noexcept override { return "in_memory"; }
+  [[nodiscard]] transport_capabilities capabilities() const noexcept override { return {}; }
+
+  result<void> declare_queue(const std::string& queue) override;
+  result<void> subscribe(const std::string& queue, const std::string& message_type) override;
+  result<void> consume(const std::string& queue, std::size_t max_unacked,
+                       delivery_handler on_delivery) override;
+  void cancel(const std::string& queue) override;
+  result<void> send(const std::string& queue, envelope msg) override;
+  result<void> publish(envelope msg) override;
+  result<void> ack(std::uint64_t tag) override;
+  result<void> reject(std::uint64_t tag, bool requeue) override;
+
+  // Inspection, for tests, samples and operators.
+
+  // Messages waiting on `queue` (not delivered yet), oldest first.
+  [[nodiscard]] std::vector<envelope_ptr> browse(const std::string& queue) const;
+  [[nodiscard]] std::size_t depth(const std::string& queue) const;
+  // Deliveries made from `queue` and not settled yet.
+  [[nodiscard]] std::size_t unacked(const std::string& queue) const;
+  [[nodiscard]] bool has_queue(const std::string& queue) const;
+
+private:
+  struct waiting {
+    envelope_ptr message;
+    bool redelivered = false;
+  };
+
+  struct queue_state {
+    std::deque<waiting> ready;
+    std::size_t unacked = 0;
+    std::size_t max_unacked = 0;
+    // Shared so that a batch taken under the lock can still call it after
+    // cancel() has dropped the queue's reference. Null: nobody consumes.
+    std::shared_ptr<const delivery_handler> handler;
+    // Deliveries taken under the lock whose handler call has not returned;
+    // cancel() waits for it to reach zero.
+    std::size_t delivering = 0;
+  };
+
+  struct pending_call {
+    std::shared_ptr<const delivery_handler> handler;
+    queue_state* from; // stable: queues are never erased
+    delivery item;
+  };
+
+  struct outstanding {
+    std::string queue;
+    envelope_ptr message;
+  };
+
+  // Takes as many ready messages of `q` as its consumer may have
+  // outstanding. Runs under the lock; the caller delivers after unlocking.
+  void take_deliverable(const std::string& name, queue_state& q, std::vector<pending_call>& out);
+  // Calls each delivery's handler. Runs without the lock.
+  void deliver(std::vector<pending_call>& batch);
+  void enqueue(const std::string& name, queue_state& q, envelope_ptr msg,
+               std::vector<pending_call>& out);
+
+  mutable std::mutex mutex_;
+  std::condition_variable delivered_;
+  std::unordered_map<std::string, queue_state> queues_;
+  std::unordered_map<std::string, std::vector<std::string>> subscribers_; // type -> queues
+  std::unordered_map<std::uint64_t, outstanding> outstanding_;
+  std::uint64_t next_tag_ = 1;
+};
+
+} // namespace bus
