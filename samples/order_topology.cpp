@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
           throw std::invalid_argument("order " + cmd.order_id + " has no amount");
         // Released only if this handler completes: never an event for an
         // order that failed.
-        ctx.publish(order_placed{cmd.order_id, cmd.customer, cmd.amount});
+        if (auto staged = ctx.publish(order_placed{cmd.order_id, cmd.customer, cmd.amount}); !staged)
+          throw std::runtime_error(to_string(staged.error()));
       });
     })
     .endpoint("billing", [&](bus::endpoint_builder& e) {

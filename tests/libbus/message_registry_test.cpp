@@ -96,3 +96,38 @@ TEST_CASE("ensure_typed decodes text once and passes a typed body through") {
   REQUIRE(from_text);
   CHECK(*from_text->get<order_placed>() == order_placed{"o-3", 3});
 }
+
+TEST_CASE("registering a message registers its fault event, which round-trips too") {
+  auto r = registry_with_orders();
+  auto fault_type = r.find("fault<order_placed>");
+  REQUIRE(fault_type);
+  CHECK(fault_type->cpp_type == std::type_index(typeid(bus::fault<order_placed>)));
+  CHECK(fault_type->make_fault == nullptr); // no fault of a fault
+  auto type = r.find<order_placed>();
+  REQUIRE(type->make_fault != nullptr);
+  CHECK(type->fault_type_name == "fault<order_placed>");
+
+  order_placed failed{"o-9", 9};
+  bus::fault_details d;
+  d.exception = {"db_error", "deadlock"};
+  d.reason = "retries exhausted";
+  d.endpoint = "billing";
+  d.at = bus::from_unix_ms(5'000);
+  d.immediate_retries = 3;
+  d.delivery_count = 2;
+  auto made = type->make_fault(&failed, d, "m-9");
+  auto body = bus::message_body::typed(made, fault_type);
+  auto text = body.to_json_text();
+  REQUIRE(text);
+  auto back = r.decode("fault<order_placed>", *text);
+  REQUIRE(back);
+  const auto* f = back->get<bus::fault<order_placed>>();
+  REQUIRE(f != nullptr);
+  CHECK(f->message == failed);
+  CHECK(f->message_id == "m-9");
+  CHECK(f->exception_type == "db_error");
+  CHECK(f->reason == "retries exhausted");
+  CHECK(f->at == d.at);
+  CHECK(f->immediate_retries == 3);
+  CHECK(f->delivery_count == 2);
+}

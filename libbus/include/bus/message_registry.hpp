@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bus/error.hpp"
+#include "bus/fault_event.hpp"
 #include "bus/message_body.hpp"
 #include "bus/message_type.hpp"
 
@@ -37,13 +38,20 @@ std::shared_ptr<const void> from_json_erased(const nlohmann::json& j) {
 
 class message_registry {
 public:
-  // Registers T under `name`. Fails with errc::duplicate if the name is
-  // taken by another type or T is registered under another name;
-  // registering the same pair twice is harmless.
+  // Registers T under `name`, and fault<T> under fault_name(name). Fails
+  // with errc::duplicate if a name is taken by another type or T is
+  // registered under another name; the same pair twice is harmless.
   template <class T>
   result<void> add(std::string name) {
-    return add(message_type{std::move(name), std::type_index(typeid(T)),
-                            &detail::to_json_erased<T>, &detail::from_json_erased<T>});
+    auto fault_type = fault_name(name);
+    if (auto added = add(message_type{std::move(name), std::type_index(typeid(T)),
+                                      &detail::to_json_erased<T>, &detail::from_json_erased<T>,
+                                      &detail::make_fault_erased<T>, fault_type});
+        !added)
+      return added;
+    return add(message_type{std::move(fault_type), std::type_index(typeid(fault<T>)),
+                            &detail::to_json_erased<fault<T>>, &detail::from_json_erased<fault<T>>,
+                            nullptr, {}});
   }
 
   result<void> add(message_type type);
@@ -77,6 +85,7 @@ public:
   [[nodiscard]] result<message_body> ensure_typed(std::string_view type_name,
                                                   const message_body& body) const;
 
+  // Registered types, each message's fault<T> included.
   [[nodiscard]] std::size_t size() const noexcept { return by_name_.size(); }
 
 private:

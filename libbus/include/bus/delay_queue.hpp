@@ -1,0 +1,82 @@
+// The pure core of the redelivery scheduler: values waiting for a due time,
+// in a binary heap, so that hundreds of thousands pending cost one vector
+// entry each and the scheduler needs one timer: for the earliest due time.
+// Values with the same due time come out in the order they went in.
+//
+// Not thread-safe: it belongs to one actor.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace bus {
+
+template <class TimePoint, class T>
+class delay_queue {
+public:
+  void push(TimePoint due, T value) {
+    heap_.push_back(entry{due, next_seq_++, std::move(value)});
+    std::push_heap(heap_.begin(), heap_.end(), later);
+  }
+
+  [[nodiscard]] std::optional<TimePoint> next_due() const {
+    if (heap_.empty())
+      return std::nullopt;
+    return heap_.front().due;
+  }
+
+  // Calls f(value) for every value due at or before `now`, earliest first,
+  // and removes it. Returns how many were due.
+  template <class F>
+  std::size_t pop_due(TimePoint now, F&& f) {
+    std::size_t n = 0;
+    while (!heap_.empty() && !(now < heap_.front().due)) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      auto value = std::move(heap_.back().value);
+      heap_.pop_back();
+      ++n;
+      f(std::move(value));
+    }
+    return n;
+  }
+
+  // Removes and returns everything, earliest first (for shutdown).
+  std::vector<T> drain() {
+    std::sort_heap(heap_.begin(), heap_.end(), later); // ascending by "later": latest first
+    std::vector<T> out;
+    out.reserve(heap_.size());
+    for (auto it = heap_.rbegin(); it != heap_.rend(); ++it)
+      out.push_back(std::move(it->value));
+    heap_.clear();
+    return out;
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return heap_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return heap_.empty(); }
+  void reserve(std::size_t n) { heap_.reserve(n); }
+
+private:
+  struct entry {
+    TimePoint due;
+    std::uint64_t seq; // ties broken by arrival: FIFO among equal due times
+    T value;
+  };
+
+  // Heap order: std heaps are max-heaps, so "greater" is the later entry,
+  // which puts the earliest at the front.
+  static bool later(const entry& a, const entry& b) {
+    if (b.due < a.due)
+      return true;
+    if (a.due < b.due)
+      return false;
+    return a.seq > b.seq;
+  }
+
+  std::vector<entry> heap_;
+  std::uint64_t next_seq_ = 0;
+};
+
+} // namespace bus
