@@ -1,0 +1,31 @@
+// Validation of exception policies: a configuration that makes no sense is
+// refused when the bus is built, every mistake reported at once, each
+// naming its scope and rule.
+#pragma once
+
+#include <optional>
+
+#include "bus/error.hpp"
+#include "bus/policy/config.hpp"
+#include "bus/policy/rule_set.hpp"
+#include "bus/policy/scopes.hpp"
+
+namespace bus {
+
+// Refuses, with errc::invalid_configuration: a rule with no action; a
+// negative retry or redelivery count; an empty interval list; a negative
+// delay; a maximum delay below the base delay or below an interval; an
+// empty delay function; a budget below one attempt; a time limit that is
+// not positive. The message lists every mistake, "; "-separated, each as
+// "<scope> scope, rule #2 on<http_error>(predicate): retry max delay 100ms
+// is below its base delay 200ms".
+[[nodiscard]] result<void> validate(const rule_set& rules,
+                                    std::optional<scope_level> scope = std::nullopt);
+
+// Every scope that defines rules, whether or not it wins resolution.
+[[nodiscard]] result<void> validate(const recoverability_scopes& scopes);
+
+// A non-positive max_retry_time.
+[[nodiscard]] result<void> validate(const recoverability_options& options);
+
+} // namespace bus

@@ -1,0 +1,37 @@
+#include "bus/policy/config.hpp"
+
+#include <utility>
+
+#include "bus/policy/validate.hpp"
+
+namespace bus {
+
+const detail::exception_type*
+unrecoverable_exceptions::find(const std::exception_ptr& exception) const noexcept {
+  for (const auto& type : types_) {
+    if (type.catches(exception))
+      return &type;
+  }
+  return nullptr;
+}
+
+result<recoverability_config> make_recoverability_config(const recoverability_scopes& scopes,
+                                                         recoverability_options options) {
+  const auto rules_valid = validate(scopes);
+  const auto options_valid = validate(options);
+  if (!rules_valid || !options_valid) {
+    std::string message;
+    for (const auto* check : {&rules_valid, &options_valid}) {
+      if (*check)
+        continue;
+      if (!message.empty())
+        message += "; ";
+      message += check->error().message;
+    }
+    return error{errc::invalid_configuration, std::move(message)};
+  }
+  auto resolved = scopes.resolve();
+  return recoverability_config{std::move(resolved.rules), resolved.scope, std::move(options)};
+}
+
+} // namespace bus

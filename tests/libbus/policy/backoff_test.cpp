@@ -1,0 +1,123 @@
+#include "bus/policy/backoff.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A generator that returns the same word every time: the draw 0 is the
+// bottom of every jitter range, 2^64 - 1 the top, 2^63 the middle.
+struct fixed_draw {
+  using result_type = std::uint64_t;
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
+  result_type value;
+  result_type operator()() { return value; }
+};
+
+constexpr std::uint64_t lowest = 0;
+constexpr std::uint64_t middle = std::uint64_t{1} << 63;
+constexpr std::uint64_t highest = std::numeric_limits<std::uint64_t>::max();
+
+} // namespace
+
+TEST_CASE("each backoff gives its documented delay sequence") {
+  struct row {
+    bus::backoff kind;
+    std::vector<bus::duration> delays; // of attempts 1, 2, 3, 4, 5
+  };
+  const std::vector<row> table = {
+      {bus::backoff::constant, {200ms, 200ms, 200ms, 200ms, 200ms}},
+      {bus::backoff::linear, {200ms, 400ms, 600ms, 800ms, 1000ms}},
+      {bus::backoff::exponential, {200ms, 400ms, 800ms, 1600ms, 3200ms}},
+  };
+  for (const auto& r : table) {
+    INFO(bus::to_string(r.kind));
+    for (int attempt = 1; attempt <= 5; ++attempt)
+      CHECK(bus::backoff_delay(r.kind, 200ms, attempt) == r.delays[attempt - 1]);
+  }
+}
+
+TEST_CASE("a backoff saturates at the largest duration instead of overflowing") {
+  const auto max = bus::duration::max();
+  CHECK(bus::backoff_delay(bus::backoff::exponential, 1ms, 63)
+        == bus::duration(std::int64_t{1} << 62));
+  CHECK(bus::backoff_delay(bus::backoff::exponential, 1ms, 64) == max);
+  CHECK(bus::backoff_delay(bus::backoff::exponential, 2ms, 63) == max);
+  CHECK(bus::backoff_delay(bus::backoff::exponential, 1h, 1000) == max);
+  CHECK(bus::backoff_delay(bus::backoff::linear, max / 2, 3) == max);
+}
+
+TEST_CASE("a backoff treats a negative base as zero and an attempt below one as the first") {
+  CHECK(bus::backoff_delay(bus::backoff::exponential, -5ms, 3) == 0ms);
+  CHECK(bus::backoff_delay(bus::backoff::linear, 200ms, 0) == 200ms);
+  CHECK(bus::backoff_delay(bus::backoff::exponential, 200ms, -4) == 200ms);
+}
+
+TEST_CASE("backoff kinds print their DSL names") {
+  CHECK(bus::to_string(bus::backoff::constant) == "constant");
+  CHECK(bus::to_string(bus::backoff::linear) == "linear");
+  CHECK(bus::to_string(bus::backoff::exponential) == "exponential");
+}
+
+TEST_CASE("jitter moves a delay by at most 20 percent either way") {
+  struct row {
+    std::uint64_t draw;
+    bus::duration nominal;
+    bus::duration jittered;
+  };
+  const std::vector<row> table = {
+      {lowest, 200ms, 160ms}, {middle, 200ms, 200ms}, {highest, 200ms, 240ms},
+      {lowest, 5min, 4min},   {middle, 5min, 5min},   {highest, 5min, 6min},
+      {lowest, 1ms, 1ms},     {highest, 1ms, 1ms}, // 0.2 ms rounds away
+      {lowest, 3ms, 2ms},     {highest, 3ms, 4ms},
+  };
+  for (const auto& r : table) {
+    CAPTURE(r.draw, r.nominal.count());
+    fixed_draw generator{r.draw};
+    CHECK(bus::apply_jitter(r.nominal, generator) == r.jittered);
+  }
+}
+
+TEST_CASE("jitter from a real generator stays within its bounds and spreads over them") {
+  std::mt19937_64 generator(42);
+  auto smallest = bus::duration::max();
+  auto largest = bus::duration::zero();
+  for (int i = 0; i < 10'000; ++i) {
+    const auto d = bus::apply_jitter(1000ms, generator);
+    REQUIRE(d >= 800ms);
+    REQUIRE(d <= 1200ms);
+    smallest = std::min(smallest, d);
+    largest = std::max(largest, d);
+  }
+  CHECK(smallest < 810ms);
+  CHECK(largest > 1190ms);
+}
+
+TEST_CASE("jitter is deterministic given the generator") {
+  std::mt19937_64 first(7);
+  std::mt19937_64 second(7);
+  for (int i = 0; i < 100; ++i)
+    REQUIRE(bus::apply_jitter(30s, first) == bus::apply_jitter(30s, second));
+}
+
+TEST_CASE("a zero delay stays zero under jitter") {
+  fixed_draw generator{highest};
+  CHECK(bus::apply_jitter(0ms, generator) == 0ms);
+}
+
+TEST_CASE("a random source maps draws onto the unit interval exactly") {
+  fixed_draw bottom{lowest};
+  fixed_draw centre{middle};
+  fixed_draw top{highest};
+  CHECK(bus::random_source(bottom).unit() == 0.0);
+  CHECK(bus::random_source(centre).unit() == 0.5);
+  CHECK(bus::random_source(top).unit() < 1.0);
+  CHECK(bus::random_source(top).unit() > 0.9999999);
+}

@@ -1,0 +1,137 @@
+#include "bus/policy/validate.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bus/policy/resilience.hpp"
+
+using namespace std::chrono_literals;
+
+namespace validate_test {
+
+struct http_error : std::runtime_error {
+  http_error() : std::runtime_error("http") {}
+};
+
+} // namespace validate_test
+
+using namespace validate_test;
+using configure_fn = std::function<void(bus::policy_builder&)>;
+
+namespace {
+
+bus::rule_set rules_of(const configure_fn& configure) {
+  bus::rule_set rules;
+  rules.add_resilience(configure);
+  return rules;
+}
+
+} // namespace
+
+TEST_CASE("a configuration that makes no sense is refused with an error that names the rule") {
+  struct row {
+    configure_fn configure;
+    std::string message;
+  };
+  const std::vector<row> table = {
+      {[](bus::policy_builder& p) { p.on_any().retry(-1); },
+       "rule #1 on_any(): retry count is -1; it must be 0 or more"},
+      {[](bus::policy_builder& p) { p.on_any().redeliver(-2, 1min); },
+       "rule #1 on_any(): redelivery count is -2; it must be 0 or more"},
+      {[](bus::policy_builder& p) { p.on_any().retry(std::vector<bus::duration>{}); },
+       "rule #1 on_any(): retry interval list is empty; give at least one interval"},
+      {[](bus::policy_builder& p) {
+         p.on_any().retry(2).then_redeliver(std::vector<bus::duration>{});
+       },
+       "rule #1 on_any(): redelivery interval list is empty; give at least one interval"},
+      {[](bus::policy_builder& p) { p.on_any().retry(3, 200ms).max_delay(100ms); },
+       "rule #1 on_any(): retry max delay 100ms is below its base delay 200ms"},
+      {[](bus::policy_builder& p) {
+         p.on_any().redeliver({5min, 2h});
+       },
+       "rule #1 on_any(): redelivery max delay 1h is below interval #2 (2h)"},
+      {[](bus::policy_builder& p) { p.on_any().retry(3, -5ms); },
+       "rule #1 on_any(): retry base delay is -5ms; it must not be negative"},
+      {[](bus::policy_builder& p) {
+         p.on_any().retry({100ms, -1ms});
+       },
+       "rule #1 on_any(): retry interval #2 is -1ms; it must not be negative"},
+      {[](bus::policy_builder& p) { p.on_any().retry(0, 0ms).max_delay(-1s); },
+       "rule #1 on_any(): retry max delay is -1s; it must not be negative"},
+      {[](bus::policy_builder& p) { p.on<http_error>().max_attempts(0).retry(); },
+       "rule #1 on<validate_test::http_error>(): max_attempts is 0; it must be 1 or more"},
+      {[](bus::policy_builder& p) { p.on_any().max_time(0s).redeliver(); },
+       "rule #1 on_any(): max_time is 0ms; it must be positive"},
+      {[](bus::policy_builder& p) {
+         (void)p.on<http_error>([](const http_error&) { return true; });
+       },
+       "rule #1 on<validate_test::http_error>(predicate): no action; end the chain with retry, "
+       "redeliver, dead_letter or discard"},
+      {[](bus::policy_builder& p) {
+         p.on_any().retry(2, std::function<bus::duration(const std::exception_ptr&, int)>{});
+       },
+       "rule #1 on_any(): retry delay function is empty"},
+  };
+  for (const auto& r : table) {
+    const auto checked = bus::validate(rules_of(r.configure));
+    REQUIRE_FALSE(checked);
+    CHECK(checked.error().code == bus::errc::invalid_configuration);
+    CHECK(checked.error().message == r.message);
+  }
+}
+
+TEST_CASE("every mistake is reported at once, each naming its scope and rule") {
+  bus::recoverability_scopes scopes;
+  scopes.add_resilience(bus::scope_level::bus, [](bus::policy_builder& p) {
+    p.on<http_error>().retry(-1).then_redeliver(std::vector<bus::duration>{});
+    p.on_any().retry();
+  });
+  scopes.add_resilience(bus::scope_level::consumer,
+                        [](bus::policy_builder& p) { p.on_any().retry(3, 1s).max_delay(500ms); });
+  const auto config = bus::make_recoverability_config(scopes);
+  REQUIRE_FALSE(config);
+  CHECK(config.error().code == bus::errc::invalid_configuration);
+  CHECK(config.error().message
+        == "bus scope, rule #1 on<validate_test::http_error>(): retry count is -1; it must be 0 or "
+           "more; bus scope, rule #1 on<validate_test::http_error>(): redelivery interval list is "
+           "empty; give at least one interval; consumer scope, rule #1 on_any(): retry max delay "
+           "500ms is below its base delay 1s");
+}
+
+TEST_CASE("a scope that loses resolution is validated too") {
+  bus::recoverability_scopes scopes;
+  scopes.add_resilience(bus::scope_level::host,
+                        [](bus::policy_builder& p) { p.on_any().retry(-3); });
+  scopes.add_resilience(bus::scope_level::consumer);
+  REQUIRE_FALSE(bus::validate(scopes));
+  CHECK(bus::validate(scopes).error().message
+        == "host scope, rule #1 on_any(): retry count is -3; it must be 0 or more");
+}
+
+TEST_CASE("the endpoint-wide retry time limit must be positive") {
+  bus::recoverability_options options;
+  options.max_retry_time = 0ms;
+  const auto config =
+      bus::make_recoverability_config(bus::recoverability_scopes{}, std::move(options));
+  REQUIRE_FALSE(config);
+  CHECK(config.error().message == "max_retry_time is 0ms; it must be positive");
+}
+
+TEST_CASE("sensible configurations pass validation") {
+  const std::vector<configure_fn> table = {
+      [](bus::policy_builder& p) { p.on_any().retry().then_redeliver().then_dead_letter(); },
+      [](bus::policy_builder& p) { p.on_any().retry(0); },
+      [](bus::policy_builder& p) { p.on_any().retry(5, 0ms, bus::backoff::constant); },
+      [](bus::policy_builder& p) {
+        p.on_any().redeliver({30s, 5min, 30min}).max_delay(30min);
+      },
+      [](bus::policy_builder& p) { p.on<http_error>().max_attempts(1).max_time(1ms).discard(); },
+      [](bus::policy_builder&) {},
+  };
+  for (const auto& configure : table)
+    CHECK(bus::validate(rules_of(configure)));
+}
