@@ -3,29 +3,16 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
-#include <limits>
 #include <random>
 #include <vector>
 
+#include "support/policy_support.hpp"
+
 using namespace std::chrono_literals;
-
-namespace {
-
-// A generator that returns the same word every time: the draw 0 is the
-// bottom of every jitter range, 2^64 - 1 the top, 2^63 the middle.
-struct fixed_draw {
-  using result_type = std::uint64_t;
-  static constexpr result_type min() { return 0; }
-  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
-  result_type value;
-  result_type operator()() { return value; }
-};
-
-constexpr std::uint64_t lowest = 0;
-constexpr std::uint64_t middle = std::uint64_t{1} << 63;
-constexpr std::uint64_t highest = std::numeric_limits<std::uint64_t>::max();
-
-} // namespace
+using bus::test::fixed_draw;
+using bus::test::highest;
+using bus::test::lowest;
+using bus::test::middle;
 
 TEST_CASE("each backoff gives its documented delay sequence") {
   struct row {

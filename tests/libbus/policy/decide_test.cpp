@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -11,28 +10,13 @@
 #include <vector>
 
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
 using namespace std::chrono_literals;
 
 namespace decide_test {
 
-struct transport_error : std::runtime_error {
-  explicit transport_error(const std::string& what = "transport") : std::runtime_error(what) {}
-};
-struct http_error : transport_error {
-  explicit http_error(int status, std::chrono::seconds retry_after = 0s)
-      : transport_error("http " + std::to_string(status)), status(status),
-        retry_after(retry_after) {}
-  int status;
-  std::chrono::seconds retry_after;
-};
-struct validation_error : std::runtime_error {
-  validation_error() : std::runtime_error("invalid order") {}
-};
-struct argument_error : std::runtime_error {
-  argument_error() : std::runtime_error("bad argument") {}
-};
-struct argument_null_error : argument_error {};
+// The custom policy's own exception, which the rules know nothing of.
 struct my_business_error : std::runtime_error {
   my_business_error() : std::runtime_error("business rule violated") {}
 };
@@ -40,33 +24,16 @@ struct my_business_error : std::runtime_error {
 } // namespace decide_test
 
 using namespace decide_test;
-using configure_fn = std::function<void(bus::policy_builder&)>;
+using namespace bus::test;
 
 namespace {
 
-struct fixed_draw {
-  using result_type = std::uint64_t;
-  static constexpr result_type min() { return 0; }
-  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
-  result_type value;
-  result_type operator()() { return value; }
-};
-
 // The middle of every jitter range: jittered delays equal nominal delays.
 fixed_draw nominal() {
-  return fixed_draw{std::uint64_t{1} << 63};
+  return fixed_draw{bus::test::middle};
 }
 
 const bus::time_point t0 = bus::from_unix_ms(1'800'000'000'000);
-
-bus::recoverability_config config_of(const configure_fn& configure,
-                                     bus::recoverability_options options = {}) {
-  bus::recoverability_scopes scopes;
-  scopes.add_resilience(bus::scope_level::bus, configure);
-  auto config = bus::make_recoverability_config(scopes, std::move(options));
-  REQUIRE(config.has_value());
-  return std::move(config).value();
-}
 
 bus::error_context first_failure(std::exception_ptr exception) {
   bus::error_context context;
@@ -74,22 +41,6 @@ bus::error_context first_failure(std::exception_ptr exception) {
   context.first_failure = t0;
   context.now = t0;
   return context;
-}
-
-// "retry 200ms", "redeliver 5min", "error", "discard": an action without
-// its reason, for tables of sequences.
-std::string summary(const bus::action& a) {
-  struct summary_of {
-    std::string operator()(const bus::immediate_retry& r) const {
-      return "retry " + bus::to_short_string(r.delay);
-    }
-    std::string operator()(const bus::delayed_retry& r) const {
-      return "redeliver " + bus::to_short_string(r.delay);
-    }
-    std::string operator()(const bus::move_to_error&) const { return "error"; }
-    std::string operator()(const bus::discard&) const { return "discard"; }
-  };
-  return std::visit(summary_of{}, a);
 }
 
 struct run {
@@ -314,7 +265,7 @@ TEST_CASE("a delay function that throws sends the message to the error queue wit
       bus::decide(config, first_failure(std::make_exception_ptr(http_error{429})), generator);
   CHECK(
       reason_of(decided)
-      == "rule #1 on<decide_test::http_error>(): its delay function threw: no Retry-After header");
+      == "rule #1 on<bus::test::http_error>(): its delay function threw: no Retry-After header");
 }
 
 TEST_CASE("a total attempt budget cuts a retry-then-redeliver chain short at the 10th attempt") {
@@ -385,7 +336,7 @@ TEST_CASE("no matching rule sends the message to the configured error queue") {
   auto generator = nominal();
   CHECK(bus::decide(config, first_failure(std::make_exception_ptr(validation_error{})), generator)
         == bus::action{bus::move_to_error{
-            "no exception policy rule matches decide_test::validation_error", "orders_failed"}});
+            "no exception policy rule matches bus::test::validation_error", "orders_failed"}});
   CHECK(
       bus::decide(config, first_failure(std::make_exception_ptr(42)), generator)
       == bus::action{bus::move_to_error{"no exception policy rule matches int", "orders_failed"}});
@@ -399,9 +350,9 @@ TEST_CASE("terminal rules say which rule ended the message") {
   auto generator = nominal();
   CHECK(bus::decide(config, first_failure(std::make_exception_ptr(validation_error{})), generator)
         == bus::action{
-            bus::move_to_error{"rule #1 on<decide_test::validation_error>() dead-letters it", ""}});
+            bus::move_to_error{"rule #1 on<bus::test::validation_error>() dead-letters it", ""}});
   CHECK(bus::decide(config, first_failure(std::make_exception_ptr(http_error{409})), generator)
-        == bus::action{bus::discard{"rule #2 on<decide_test::http_error>() discards it"}});
+        == bus::action{bus::discard{"rule #2 on<bus::test::http_error>() discards it"}});
 }
 
 TEST_CASE("the consumer's rules replace the bus's rules in the decision") {
@@ -433,11 +384,11 @@ TEST_CASE("an unrecoverable exception and its subtypes go to the error queue at 
   auto generator = nominal();
   CHECK(reason_of(bus::decide(config, first_failure(std::make_exception_ptr(argument_null_error{})),
                               generator))
-        == "unrecoverable exception decide_test::argument_null_error (declared unrecoverable as "
-           "decide_test::argument_error)");
+        == "unrecoverable exception bus::test::argument_null_error (declared unrecoverable as "
+           "bus::test::argument_error)");
   CHECK(reason_of(bus::decide(config, first_failure(std::make_exception_ptr(validation_error{})),
                               generator))
-        == "unrecoverable exception decide_test::validation_error");
+        == "unrecoverable exception bus::test::validation_error");
   CHECK(summary(
             bus::decide(config, first_failure(std::make_exception_ptr(http_error{500})), generator))
         == "retry 200ms");

@@ -6,24 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "support/policy_support.hpp"
+
 namespace exception_type_test {
 
-// Three levels, as an HTTP client library would have them.
-struct transport_error : std::runtime_error {
-  transport_error() : std::runtime_error("transport") {}
-};
-struct http_error : transport_error {};
-struct too_many_requests : http_error {};
-
-// Not derived from std::exception at all.
-struct legacy_failure {
-  int code = 0;
-};
-
-// Two unrelated bases: neither is more specific than the other.
-struct retryable {};
-struct auditable {};
-struct audited_timeout : retryable, auditable {};
+// transport_error <- http_error <- too_many_requests, legacy_failure (not a
+// std::exception) and retryable, auditable <- audited_timeout among others.
 
 // An abstract base: no object of it can be made, the rule still works.
 struct abstract_error {
@@ -37,6 +25,7 @@ struct concrete_error : abstract_error {
 } // namespace exception_type_test
 
 using namespace exception_type_test;
+using namespace bus::test;
 using bus::detail::exception_type;
 
 TEST_CASE("an exception type catches itself and its subtypes, never its bases") {
@@ -86,7 +75,7 @@ TEST_CASE("an exception type matches what does not derive from std::exception") 
 }
 
 TEST_CASE("an exception type names its type readably") {
-  CHECK(exception_type::of<http_error>().name() == "exception_type_test::http_error");
+  CHECK(exception_type::of<http_error>().name() == "bus::test::http_error");
   CHECK(exception_type::of<int>().name() == "int");
   CHECK(exception_type::of<http_error>() == exception_type::of<http_error>());
   CHECK(exception_type::of<http_error>() != exception_type::of<transport_error>());
@@ -94,10 +83,10 @@ TEST_CASE("an exception type names its type readably") {
 
 TEST_CASE("the thrown type is named as thrown, whatever it derives from") {
   CHECK(bus::detail::thrown_type_name(std::make_exception_ptr(too_many_requests{}))
-        == "exception_type_test::too_many_requests");
+        == "bus::test::too_many_requests");
   CHECK(bus::detail::thrown_type_name(std::make_exception_ptr(42)) == "int");
   CHECK(bus::detail::thrown_type_name(std::make_exception_ptr(legacy_failure{}))
-        == "exception_type_test::legacy_failure");
+        == "bus::test::legacy_failure");
   CHECK(bus::detail::thrown_type_name(nullptr) == "no exception");
 }
 

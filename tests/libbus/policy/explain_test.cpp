@@ -9,60 +9,20 @@
 
 #include "bus/policy/decide.hpp"
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
 using namespace std::chrono_literals;
 
-namespace explain_test {
-
-struct transport_error : std::runtime_error {
-  transport_error() : std::runtime_error("transport") {}
-};
-struct http_error : transport_error {
-  explicit http_error(int status) : status(status) {}
-  int status;
-};
-struct too_many_requests : http_error {
-  too_many_requests() : http_error(429) {}
-};
-struct validation_error : std::runtime_error {
-  validation_error() : std::runtime_error("invalid") {}
-};
-
-} // namespace explain_test
-
-using namespace explain_test;
-using configure_fn = std::function<void(bus::policy_builder&)>;
+using namespace bus::test;
 
 namespace {
 
-bus::recoverability_config config_of(bus::scope_level scope, const configure_fn& configure,
-                                     bus::recoverability_options options = {}) {
-  bus::recoverability_scopes scopes;
-  scopes.add_resilience(scope, configure);
-  auto config = bus::make_recoverability_config(scopes, std::move(options));
-  REQUIRE(config.has_value());
-  return std::move(config).value();
-}
-
-bus::recoverability_config config_of(const configure_fn& configure) {
-  return config_of(bus::scope_level::bus, configure);
-}
-
-// "retry 200ms", "redeliver 5min", "error", "discard".
+// The summaries of the planned actions: "retry 200ms", "redeliver 5min",
+// "error", "discard".
 std::vector<std::string> plan_of(const bus::explanation& e) {
-  struct summary_of {
-    std::string operator()(const bus::immediate_retry& r) const {
-      return "retry " + bus::to_short_string(r.delay);
-    }
-    std::string operator()(const bus::delayed_retry& r) const {
-      return "redeliver " + bus::to_short_string(r.delay);
-    }
-    std::string operator()(const bus::move_to_error&) const { return "error"; }
-    std::string operator()(const bus::discard&) const { return "discard"; }
-  };
   std::vector<std::string> out;
   for (const auto& step : e.plan)
-    out.push_back(std::visit(summary_of{}, step.then));
+    out.push_back(bus::test::summary(step.then));
   return out;
 }
 
@@ -152,19 +112,19 @@ TEST_CASE("explain says why a rule matched: its scope, its type's rank and its p
   });
   const auto e = bus::explain(config, too_many_requests{});
   CHECK(e.scope == bus::scope_level::consumer);
-  CHECK(e.exception_type == "explain_test::too_many_requests");
+  CHECK(e.exception_type == "bus::test::too_many_requests");
   CHECK(e.rule == std::optional<std::size_t>(2));
-  CHECK(e.rule_text == "on<explain_test::http_error>(predicate).retry(5)");
+  CHECK(e.rule_text == "on<bus::test::http_error>(predicate).retry(5)");
   CHECK(e.reason
-        == "rule #3 on<explain_test::http_error>(predicate) of the consumer scope matches: its "
+        == "rule #3 on<bus::test::http_error>(predicate) of the consumer scope matches: its "
            "type is "
            "a base of the thrown type, 1 more specific registered type(s) declined; its predicate "
            "holds; 1 rule(s) consulted before it declined");
   REQUIRE(e.candidates.size() == 4);
-  CHECK(e.candidates[0].name == "rule #2 on<explain_test::too_many_requests>(predicate)");
+  CHECK(e.candidates[0].name == "rule #2 on<bus::test::too_many_requests>(predicate)");
   CHECK(e.candidates[0].exact_type);
   CHECK(e.candidates[0].verdict == bus::match_verdict::predicate_false);
-  CHECK(e.candidates[1].name == "rule #3 on<explain_test::http_error>(predicate)");
+  CHECK(e.candidates[1].name == "rule #3 on<bus::test::http_error>(predicate)");
   CHECK(e.candidates[1].rank == 1);
   CHECK(e.candidates[1].verdict == bus::match_verdict::matched);
   CHECK(e.candidates[3].name == "rule #4 on_any()");
@@ -177,7 +137,7 @@ TEST_CASE("explain of an exact match and of the catch-all") {
     p.on_any().retry();
   });
   CHECK(bus::explain(config, validation_error{}).reason
-        == "rule #1 on<explain_test::validation_error>() of the bus scope matches: it names the "
+        == "rule #1 on<bus::test::validation_error>() of the bus scope matches: it names the "
            "thrown "
            "type, the most specific registered type that catches it");
   CHECK(bus::explain(config, 42).reason
@@ -191,7 +151,7 @@ TEST_CASE("explain when no rule matches, and when no scope defines rules") {
   CHECK_FALSE(e.rule);
   CHECK(
       e.reason
-      == "no rule of the transport scope matches explain_test::validation_error: the error queue");
+      == "no rule of the transport scope matches bus::test::validation_error: the error queue");
   CHECK(plan_of(e) == std::vector<std::string>{"error"});
 
   const auto nothing = bus::make_recoverability_config(bus::recoverability_scopes{});
@@ -209,8 +169,8 @@ TEST_CASE("explain of an unrecoverable exception names no rule") {
   const auto e = bus::explain(config, validation_error{});
   CHECK_FALSE(e.rule);
   CHECK(e.reason
-        == "explain_test::validation_error is unrecoverable (declared as "
-           "explain_test::validation_error): the error queue at once");
+        == "bus::test::validation_error is unrecoverable (declared as "
+           "bus::test::validation_error): the error queue at once");
   CHECK(plan_of(e) == std::vector<std::string>{"error"});
   CHECK(bus::explain(config, bus::message_deserialization_error("bad json")).reason
         == "a message that cannot be deserialized always goes to the error queue");
@@ -263,7 +223,7 @@ TEST_CASE("explain prints a report for people") {
   CHECK(
       bus::to_string(e)
       == "scope: bus\n"
-         "exception: explain_test::validation_error\n"
+         "exception: bus::test::validation_error\n"
          "rule: on_any().retry(1, 250ms).then_redeliver({2min})\n"
          "why: rule #1 on_any() of the bus scope matches as the catch-all\n"
          "  considered rule #1 on_any(): rank 0, matched\n"

@@ -6,34 +6,26 @@
 #include <stdexcept>
 
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
 using namespace std::chrono_literals;
 
-namespace json_test {
-
-struct validation_error : std::runtime_error {
-  validation_error() : std::runtime_error("invalid") {}
-};
-
-} // namespace json_test
-
-using namespace json_test;
+using namespace bus::test;
 
 namespace {
 
 bus::recoverability_config sample_config() {
-  bus::recoverability_scopes scopes;
-  scopes.add_resilience(bus::scope_level::endpoint, [](bus::policy_builder& p) {
-    p.on<validation_error>().dead_letter();
-    p.on_any().max_attempts(10).retry(3, 500ms, bus::backoff::linear).then_redeliver();
-  });
   bus::recoverability_options options;
   options.error_queue = "orders_error";
   options.available.delayed_delivery = false;
   options.unrecoverable.add<validation_error>();
-  auto config = bus::make_recoverability_config(scopes, std::move(options));
-  REQUIRE(config);
-  return std::move(config).value();
+  return config_of(
+      bus::scope_level::endpoint,
+      [](bus::policy_builder& p) {
+        p.on<validation_error>().dead_letter();
+        p.on_any().max_attempts(10).retry(3, 500ms, bus::backoff::linear).then_redeliver();
+      },
+      std::move(options));
 }
 
 } // namespace
@@ -47,12 +39,12 @@ TEST_CASE("a configuration describes itself as JSON for the start-up log") {
         == nlohmann::json{{"immediate_retries", true}, {"delayed_delivery", false}});
   CHECK(j["unrecoverable"]
         == nlohmann::json::array(
-            {"bus::message_deserialization_error", "json_test::validation_error"}));
+            {"bus::message_deserialization_error", "bus::test::validation_error"}));
   CHECK(j["custom_policy"] == false);
   REQUIRE(j["rules"].size() == 2);
   CHECK(j["rules"][0]
-        == nlohmann::json{{"rule", "on<json_test::validation_error>().dead_letter()"},
-                          {"exception", "json_test::validation_error"},
+        == nlohmann::json{{"rule", "on<bus::test::validation_error>().dead_letter()"},
+                          {"exception", "bus::test::validation_error"},
                           {"predicate", false},
                           {"retry", nullptr},
                           {"redelivery", nullptr},

@@ -5,29 +5,20 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdint>
-#include <functional>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
 using namespace std::chrono_literals;
 
 namespace masstransit_vocabulary_test {
 
+// .NET's DataException, InvalidOperationException and InvalidCastException.
 struct data_error : std::runtime_error {
   explicit data_error(const std::string& what) : std::runtime_error(what) {}
-};
-struct argument_error : std::invalid_argument {
-  explicit argument_error(std::string param)
-      : std::invalid_argument("bad " + param), param_name(std::move(param)) {}
-  std::string param_name;
-};
-struct argument_null_error : argument_error {
-  using argument_error::argument_error;
 };
 struct invalid_operation : std::logic_error {
   invalid_operation() : std::logic_error("invalid operation") {}
@@ -39,41 +30,28 @@ struct invalid_cast : std::logic_error {
 } // namespace masstransit_vocabulary_test
 
 using namespace masstransit_vocabulary_test;
-using configure_fn = std::function<void(bus::policy_builder&)>;
+using namespace bus::test;
 
 namespace {
-
-struct fixed_draw {
-  using result_type = std::uint64_t;
-  static constexpr result_type min() { return 0; }
-  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
-  result_type value = std::uint64_t{1} << 63; // the nominal delays
-  result_type operator()() { return value; }
-};
 
 // The actions for a handler that always throws `exception`, as summaries:
 // "retry 200ms", "redeliver 5min", "error".
 template <class E>
 std::vector<std::string> always_failing(const configure_fn& configure, E exception) {
-  bus::recoverability_scopes scopes;
-  scopes.add_resilience(bus::scope_level::endpoint, configure);
-  auto config = bus::make_recoverability_config(scopes);
-  REQUIRE(config);
+  const auto config = bus::test::config_of(bus::scope_level::endpoint, configure);
   bus::error_context context;
   context.exception = std::make_exception_ptr(exception);
-  fixed_draw generator;
+  bus::test::fixed_draw generator; // the middle draw: the nominal delays
   std::vector<std::string> steps;
   for (int attempt = 1; attempt <= 100; ++attempt) {
-    const auto decided = bus::decide(*config, context, generator);
-    if (const auto* r = std::get_if<bus::immediate_retry>(&decided)) {
-      steps.push_back("retry " + bus::to_short_string(r->delay));
+    const auto decided = bus::decide(config, context, generator);
+    steps.push_back(bus::test::summary(decided));
+    if (std::holds_alternative<bus::immediate_retry>(decided)) {
       ++context.immediate_attempts;
-    } else if (const auto* d = std::get_if<bus::delayed_retry>(&decided)) {
-      steps.push_back("redeliver " + bus::to_short_string(d->delay));
+    } else if (std::holds_alternative<bus::delayed_retry>(decided)) {
       ++context.delivery_count;
       context.immediate_attempts = 1;
     } else {
-      steps.push_back(std::holds_alternative<bus::discard>(decided) ? "discard" : "error");
       break;
     }
   }

@@ -8,35 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "support/policy_support.hpp"
+
 using namespace std::chrono_literals;
 
-namespace resilience_test {
-
-struct http_error : std::runtime_error {
-  http_error(int status, std::chrono::seconds retry_after = 0s)
-      : std::runtime_error("http " + std::to_string(status)), status(status),
-        retry_after(retry_after) {}
-  int status;
-  std::chrono::seconds retry_after;
-};
-
-struct validation_error : std::runtime_error {
-  validation_error() : std::runtime_error("invalid") {}
-};
-
-} // namespace resilience_test
-
-using namespace resilience_test;
-using configure_fn = std::function<void(bus::policy_builder&)>;
+using namespace bus::test;
 
 namespace {
 
-bus::rule_set rules_of(const configure_fn& configure) {
-  bus::rule_set rules;
-  rules.add_resilience(configure);
-  return rules;
-}
-
+// The one rule that `configure` builds.
 bus::rule only_rule(const configure_fn& configure) {
   const auto rules = rules_of(configure);
   REQUIRE(rules.rules().size() == 1);
@@ -123,13 +103,13 @@ TEST_CASE("each DSL call describes itself back with Mocha's defaults filled in")
        },
        "on_any().max_attempts(10).max_time(2h).retry(3).then_redeliver({5min, 15min, 30min})"},
       {[](bus::policy_builder& p) { p.on<validation_error>().dead_letter(); },
-       "on<resilience_test::validation_error>().dead_letter()"},
+       "on<bus::test::validation_error>().dead_letter()"},
       {[](bus::policy_builder& p) {
          p.on<http_error>([](const http_error& e) {
             return e.status == 429;
           }).retry(3, [](const http_error& e, int) { return e.retry_after; });
        },
-       "on<resilience_test::http_error>(predicate).retry(3, <delay from the exception>)"},
+       "on<bus::test::http_error>(predicate).retry(3, <delay from the exception>)"},
   };
   for (const auto& r : table)
     CHECK(bus::describe(only_rule(r.configure)) == r.text);
@@ -225,8 +205,8 @@ TEST_CASE("rules keep the order of their on calls") {
     first.dead_letter();
   });
   REQUIRE(rules.rules().size() == 3);
-  CHECK(bus::describe(rules.rules()[0]) == "on<resilience_test::validation_error>().dead_letter()");
-  CHECK(bus::describe(rules.rules()[1]) == "on<resilience_test::http_error>().retry(2)");
+  CHECK(bus::describe(rules.rules()[0]) == "on<bus::test::validation_error>().dead_letter()");
+  CHECK(bus::describe(rules.rules()[1]) == "on<bus::test::http_error>().retry(2)");
   CHECK(bus::describe(rules.rules()[2]) == "on_any().retry(3)");
 }
 
@@ -246,7 +226,7 @@ TEST_CASE("a later add_resilience replaces the catch-all of the parameterless on
     p.on_any().retry(5);
   });
   REQUIRE(rules.rules().size() == 2);
-  CHECK(bus::describe(rules.rules()[0]) == "on<resilience_test::validation_error>().dead_letter()");
+  CHECK(bus::describe(rules.rules()[0]) == "on<bus::test::validation_error>().dead_letter()");
   CHECK(bus::describe(rules.rules()[1]) == "on_any().retry(5)");
 }
 

@@ -9,43 +9,21 @@
 #include <vector>
 
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
 namespace rule_set_test {
 
-struct transport_error : std::runtime_error {
-  transport_error() : std::runtime_error("transport") {}
-};
-struct http_error : transport_error {
-  explicit http_error(int status = 500) : status(status) {}
-  int status;
-};
-struct too_many_requests : http_error {
-  too_many_requests() : http_error(429) {}
-};
+// Unrelated to the HTTP hierarchy: no rule for a transport error catches it.
 struct disk_full : std::runtime_error {
   disk_full() : std::runtime_error("disk full") {}
 };
 
-struct legacy_failure {
-  int code = 0;
-};
-
-struct retryable {};
-struct auditable {};
-struct audited_timeout : retryable, auditable {};
-
 } // namespace rule_set_test
 
 using namespace rule_set_test;
-using configure_fn = std::function<void(bus::policy_builder&)>;
+using namespace bus::test;
 
 namespace {
-
-bus::rule_set rules_of(const configure_fn& configure) {
-  bus::rule_set rules;
-  rules.add_resilience(configure);
-  return rules;
-}
 
 // The DSL text of the rule that matches `exception`, or "no rule".
 template <class E> std::string matched(const bus::rule_set& rules, E exception) {
@@ -69,10 +47,10 @@ TEST_CASE("the most specific type wins whatever the registration order") {
   for (const auto& configure : {base_first, derived_first}) {
     const auto rules = rules_of(configure);
     CHECK(matched(rules, too_many_requests{})
-          == "on<rule_set_test::too_many_requests>().dead_letter()");
-    CHECK(matched(rules, http_error{}) == "on<rule_set_test::http_error>().retry(2)");
+          == "on<bus::test::too_many_requests>().dead_letter()");
+    CHECK(matched(rules, http_error{}) == "on<bus::test::http_error>().retry(2)");
     CHECK(matched(rules, transport_error{})
-          == "on<rule_set_test::transport_error>().redeliver({5min, 15min, 30min})");
+          == "on<bus::test::transport_error>().redeliver({5min, 15min, 30min})");
     CHECK(matched(rules, disk_full{}) == "no rule");
   }
 }
@@ -82,7 +60,7 @@ TEST_CASE("a rule for a base type matches its subtypes when nothing more specifi
     p.on_any().discard();
     p.on<transport_error>().retry(1);
   });
-  CHECK(matched(rules, too_many_requests{}) == "on<rule_set_test::transport_error>().retry(1)");
+  CHECK(matched(rules, too_many_requests{}) == "on<bus::test::transport_error>().retry(1)");
   CHECK(matched(rules, disk_full{}) == "on_any().discard()");
 }
 
@@ -100,10 +78,10 @@ TEST_CASE("among rules for one type the first whose predicate holds wins, the ru
   };
   const std::vector<row> table = {
       {503,
-       "on<rule_set_test::http_error>(predicate).retry(3).then_redeliver({5min, 15min, 30min})"},
-      {400, "on<rule_set_test::http_error>(predicate).dead_letter()"},
-      {500, "on<rule_set_test::http_error>(predicate).retry(9)"},
-      {404, "on<rule_set_test::http_error>().retry(1)"},
+       "on<bus::test::http_error>(predicate).retry(3).then_redeliver({5min, 15min, 30min})"},
+      {400, "on<bus::test::http_error>(predicate).dead_letter()"},
+      {500, "on<bus::test::http_error>(predicate).retry(9)"},
+      {404, "on<bus::test::http_error>().retry(1)"},
   };
   for (const auto& r : table) {
     CAPTURE(r.status);
@@ -117,8 +95,8 @@ TEST_CASE("a type whose predicates all decline passes the exception to a less sp
     p.on<transport_error>().retry(2);
   });
   CHECK(matched(rules, too_many_requests{})
-        == "on<rule_set_test::http_error>(predicate).redeliver({5min, 15min, 30min})");
-  CHECK(matched(rules, http_error{500}) == "on<rule_set_test::transport_error>().retry(2)");
+        == "on<bus::test::http_error>(predicate).redeliver({5min, 15min, 30min})");
+  CHECK(matched(rules, http_error{500}) == "on<bus::test::transport_error>().retry(2)");
 }
 
 TEST_CASE("a predicate that throws counts as not holding") {
@@ -147,12 +125,12 @@ TEST_CASE(
   });
   REQUIRE(rules.rules().size() == 4);
   CHECK(bus::describe(rules.rules()[0])
-        == "on<rule_set_test::http_error>(predicate).redeliver({5min, 15min, 30min})");
+        == "on<bus::test::http_error>(predicate).redeliver({5min, 15min, 30min})");
   CHECK(bus::describe(rules.rules()[1])
-        == "on<rule_set_test::http_error>(predicate).dead_letter()");
-  CHECK(bus::describe(rules.rules()[2]) == "on<rule_set_test::http_error>().retry(2)");
+        == "on<bus::test::http_error>(predicate).dead_letter()");
+  CHECK(bus::describe(rules.rules()[2]) == "on<bus::test::http_error>().retry(2)");
   CHECK(bus::describe(rules.rules()[3]) == "on_any().retry(7)");
-  CHECK(matched(rules, http_error{500}) == "on<rule_set_test::http_error>().retry(2)");
+  CHECK(matched(rules, http_error{500}) == "on<bus::test::http_error>().retry(2)");
   CHECK(matched(rules, disk_full{}) == "on_any().retry(7)");
 }
 
@@ -166,7 +144,7 @@ TEST_CASE(
   });
   CHECK(matched(rules, 42) == "on<int>().discard()");
   CHECK(matched(rules, legacy_failure{7})
-        == "on<rule_set_test::legacy_failure>(predicate).dead_letter()");
+        == "on<bus::test::legacy_failure>(predicate).dead_letter()");
   CHECK(matched(rules, legacy_failure{8}) == "on_any().redeliver({5min, 15min, 30min})");
   CHECK(matched(rules, 4.2) == "on_any().redeliver({5min, 15min, 30min})");
   CHECK(matched(rules, disk_full{}) == "on<std::exception>().retry(1)");
@@ -181,9 +159,9 @@ TEST_CASE("unrelated base types of one exception are consulted in registration o
     p.on<auditable>().dead_letter();
     p.on<retryable>().retry(1);
   });
-  CHECK(matched(retryable_first, audited_timeout{}) == "on<rule_set_test::retryable>().retry(1)");
+  CHECK(matched(retryable_first, audited_timeout{}) == "on<bus::test::retryable>().retry(1)");
   CHECK(matched(auditable_first, audited_timeout{})
-        == "on<rule_set_test::auditable>().dead_letter()");
+        == "on<bus::test::auditable>().dead_letter()");
 }
 
 TEST_CASE("no rule matches an empty exception pointer") {
@@ -231,5 +209,5 @@ TEST_CASE("rules are named by position and target") {
     p.on<http_error>([](const http_error&) { return true; }).discard();
   });
   CHECK(rules.name_of(0) == "rule #1 on_any()");
-  CHECK(rules.name_of(1) == "rule #2 on<rule_set_test::http_error>(predicate)");
+  CHECK(rules.name_of(1) == "rule #2 on<bus::test::http_error>(predicate)");
 }

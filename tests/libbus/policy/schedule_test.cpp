@@ -2,28 +2,16 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <vector>
 
+#include "support/policy_support.hpp"
+
 using namespace std::chrono_literals;
+using bus::test::fixed_draw;
+using bus::test::highest;
 
 namespace {
-
-struct fixed_draw {
-  using result_type = std::uint64_t;
-  static constexpr result_type min() { return 0; }
-  static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
-  result_type value;
-  int draws = 0;
-  result_type operator()() {
-    ++draws;
-    return value;
-  }
-};
-
-constexpr std::uint64_t highest = std::numeric_limits<std::uint64_t>::max();
 
 std::vector<bus::duration> nominal_delays(const bus::retry_schedule& s, int attempts) {
   std::vector<bus::duration> out;

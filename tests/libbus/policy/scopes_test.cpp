@@ -8,16 +8,9 @@
 #include <vector>
 
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
-namespace scopes_test {
-
-struct validation_error : std::runtime_error {
-  validation_error() : std::runtime_error("invalid") {}
-};
-
-} // namespace scopes_test
-
-using namespace scopes_test;
+using namespace bus::test;
 using bus::scope_level;
 
 namespace {

@@ -8,29 +8,11 @@
 #include <vector>
 
 #include "bus/policy/resilience.hpp"
+#include "support/policy_support.hpp"
 
 using namespace std::chrono_literals;
 
-namespace validate_test {
-
-struct http_error : std::runtime_error {
-  http_error() : std::runtime_error("http") {}
-};
-
-} // namespace validate_test
-
-using namespace validate_test;
-using configure_fn = std::function<void(bus::policy_builder&)>;
-
-namespace {
-
-bus::rule_set rules_of(const configure_fn& configure) {
-  bus::rule_set rules;
-  rules.add_resilience(configure);
-  return rules;
-}
-
-} // namespace
+using namespace bus::test;
 
 TEST_CASE("a configuration that makes no sense is refused with an error that names the rule") {
   struct row {
@@ -63,13 +45,13 @@ TEST_CASE("a configuration that makes no sense is refused with an error that nam
       {[](bus::policy_builder& p) { p.on_any().retry(0, 0ms).max_delay(-1s); },
        "rule #1 on_any(): retry max delay is -1s; it must not be negative"},
       {[](bus::policy_builder& p) { p.on<http_error>().max_attempts(0).retry(); },
-       "rule #1 on<validate_test::http_error>(): max_attempts is 0; it must be 1 or more"},
+       "rule #1 on<bus::test::http_error>(): max_attempts is 0; it must be 1 or more"},
       {[](bus::policy_builder& p) { p.on_any().max_time(0s).redeliver(); },
        "rule #1 on_any(): max_time is 0ms; it must be positive"},
       {[](bus::policy_builder& p) {
          (void)p.on<http_error>([](const http_error&) { return true; });
        },
-       "rule #1 on<validate_test::http_error>(predicate): no action; end the chain with retry, "
+       "rule #1 on<bus::test::http_error>(predicate): no action; end the chain with retry, "
        "redeliver, dead_letter or discard"},
       {[](bus::policy_builder& p) {
          p.on_any().retry(2, std::function<bus::duration(const std::exception_ptr&, int)>{});
@@ -96,8 +78,8 @@ TEST_CASE("every mistake is reported at once, each naming its scope and rule") {
   REQUIRE_FALSE(config);
   CHECK(config.error().code == bus::errc::invalid_configuration);
   CHECK(config.error().message
-        == "bus scope, rule #1 on<validate_test::http_error>(): retry count is -1; it must be 0 or "
-           "more; bus scope, rule #1 on<validate_test::http_error>(): redelivery interval list is "
+        == "bus scope, rule #1 on<bus::test::http_error>(): retry count is -1; it must be 0 or "
+           "more; bus scope, rule #1 on<bus::test::http_error>(): redelivery interval list is "
            "empty; give at least one interval; consumer scope, rule #1 on_any(): retry max delay "
            "500ms is below its base delay 1s");
 }
