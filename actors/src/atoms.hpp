@@ -17,6 +17,10 @@ using done_atom = caf::atom_constant<caf::atom("done")>;         // consumer -> 
 using stop_atom = caf::atom_constant<caf::atom("stop")>;         // bus -> endpoint
 using drained_atom = caf::atom_constant<caf::atom("drained")>;   // endpoint -> itself
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;   // endpoint -> itself
+using schedule_atom = caf::atom_constant<caf::atom("schedule")>; // consumer -> scheduler
+using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler -> itself
+using retry_atom = caf::atom_constant<caf::atom("retry")>;       // consumer -> itself
+using ok_atom = caf::atom_constant<caf::atom("ok")>;
 
 // How an attempt at a delivery ended, from the endpoint's point of view:
 // what to tell the transport and which counter moves.
@@ -25,6 +29,7 @@ enum class outcome : std::uint8_t {
   dead_lettered, // a copy is on the error queue: ack
   discarded,     // ack
   skipped,       // a copy is on the skipped queue (or dropped by option): ack
+  scheduled,     // the scheduler holds a copy for redelivery: ack
   requeue,       // not done and not safe anywhere else: back to the transport
 };
 
@@ -33,3 +38,4 @@ enum class outcome : std::uint8_t {
 // A delivery holds a shared envelope (not serializable by CAF, and never
 // meant to leave the process inside a CAF message).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::delivery)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<bus::envelope>)

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <caf/all.hpp>
 
@@ -53,6 +54,11 @@ struct message_bus::impl {
   std::string name;
   detail::loggers log;
   std::function<time_point()> clock;
+  recoverability_scopes scopes; // host, bus and transport
+  recoverability_options options;
+  fault_limits limits;
+  std::optional<std::uint64_t> jitter_seed;
+  event_observer observer;
 
   mutable std::mutex mutex; // guards endpoints and running: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
@@ -68,10 +74,12 @@ struct message_bus::impl {
     for (const auto& slot : def.handlers)
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
         return ok.error();
+    log_policies(def);
     auto queue = def.name;
     auto slots = def.slots;
-    auto rt = std::make_shared<const detail::endpoint_runtime>(std::move(e.definition), registry,
-                                                                transport, log, clock, e.status);
+    auto rt = std::make_shared<const detail::endpoint_runtime>(
+      std::move(e.definition), registry, transport, log, clock, e.status,
+      detail::endpoint_runtime::settings{limits, jitter_seed, observer});
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
     auto consuming = t.consume(queue, slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
@@ -82,6 +90,16 @@ struct message_bus::impl {
     }
     e.actor = std::move(actor);
     return {};
+  }
+
+  // The effective policy of every handler, once, so an operator can see
+  // what a failure will lead to before the first one happens.
+  void log_policies(const endpoint_definition& def) const {
+    for (const auto& slot : def.handlers) {
+      nlohmann::json description = *slot.recoverability;
+      log.endpoint->info("endpoint '{}' handles '{}' with the policy {}", def.name,
+                         registry->find(slot.cpp_type)->name, description.dump());
+    }
   }
 };
 
@@ -112,6 +130,53 @@ bus_builder& bus_builder::endpoint(std::string name,
   return *this;
 }
 
+bus_builder& bus_builder::add_resilience() {
+  scopes_.add_resilience(scope_level::bus);
+  return *this;
+}
+
+bus_builder& bus_builder::add_resilience(const std::function<void(policy_builder&)>& configure) {
+  scopes_.add_resilience(scope_level::bus, configure);
+  return *this;
+}
+
+bus_builder& bus_builder::add_host_resilience(
+  const std::function<void(policy_builder&)>& configure) {
+  scopes_.add_resilience(scope_level::host, configure);
+  return *this;
+}
+
+bus_builder& bus_builder::add_transport_resilience(
+  const std::function<void(policy_builder&)>& configure) {
+  scopes_.add_resilience(scope_level::transport, configure);
+  return *this;
+}
+
+bus_builder& bus_builder::max_retry_time(duration limit) {
+  options_.max_retry_time = limit;
+  return *this;
+}
+
+bus_builder& bus_builder::recoverability_policy(custom_policy policy) {
+  options_.custom = std::move(policy);
+  return *this;
+}
+
+bus_builder& bus_builder::fault_text_limit(std::size_t bytes) {
+  fault_limits_.max_message_bytes = bytes;
+  return *this;
+}
+
+bus_builder& bus_builder::jitter_seed(std::uint64_t seed) {
+  jitter_seed_ = seed;
+  return *this;
+}
+
+bus_builder& bus_builder::observe(event_observer observer) {
+  observer_ = std::move(observer);
+  return *this;
+}
+
 bus_builder& bus_builder::log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks) {
   sinks_ = std::move(sinks);
   return *this;
@@ -134,6 +199,8 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
       mistakes.push_back("endpoint '" + def.name + "' is defined twice");
     for (auto& m : detail::mistakes_in(def, *registry_))
       mistakes.push_back(std::move(m));
+    for (auto& m : detail::resolve_recoverability(def, scopes_, options_, *registry_))
+      mistakes.push_back(std::move(m));
   }
   if (!mistakes.empty())
     return error{errc::invalid_configuration, join_lines(mistakes)};
@@ -144,6 +211,11 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->name = name_;
   state->log = detail::loggers::make(sinks_);
   state->clock = clock_of(*system_);
+  state->scopes = scopes_;
+  state->options = options_;
+  state->limits = fault_limits_;
+  state->jitter_seed = jitter_seed_;
+  state->observer = observer_;
   for (auto& def : endpoints_) {
     auto key = def.name;
     state->endpoints[key].definition = std::move(def);
@@ -215,6 +287,9 @@ result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
   auto def = std::move(endpoint).definition();
   detail::complete(def);
   auto mistakes = detail::mistakes_in(def, *impl_->registry);
+  for (auto& m :
+       detail::resolve_recoverability(def, impl_->scopes, impl_->options, *impl_->registry))
+    mistakes.push_back(std::move(m));
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (auto it = impl_->endpoints.find(def.name);
       it != impl_->endpoints.end() && !(it->second.actor && it->second.status->finished.load()))

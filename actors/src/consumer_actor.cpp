@@ -1,12 +1,14 @@
 #include "consumer_actor.hpp"
 
-#include <chrono>
+#include <charconv>
 #include <stdexcept>
 
 #include <caf/all.hpp>
 
-#include "bus/handler_actor_error.hpp"
 #include "bus/actor_handler.hpp"
+#include "bus/handler_actor_error.hpp"
+#include "bus/handler_verdicts.hpp"
+#include "bus/header_names.hpp"
 #include "delivery_steps.hpp"
 
 namespace bus::detail {
@@ -15,63 +17,243 @@ namespace {
 
 using consumer = caf::stateful_actor<consumer_state>;
 
-void report(consumer* self, const delivery& d, outcome result) {
-  self->send(self->state.endpoint, done_atom::value, d.tag, result);
+void run_attempt(consumer* self);
+
+// -- what a message carries across redeliveries -------------------------------
+
+template <class Int>
+std::optional<Int> int_header(const envelope& msg, std::string_view name) {
+  auto text = msg.headers.find(name);
+  Int value{};
+  if (!text || std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc())
+    return std::nullopt;
+  return value;
 }
 
-// What follows a failed attempt. Issue 2's runtime has no policy yet: every
-// failure is terminal and goes to the error queue.
-void on_failure(consumer* self, const delivery& d, std::exception_ptr error, int attempt) {
+// Failed attempts of earlier deliveries.
+int failures_before(const envelope& msg) {
+  return int_header<int>(msg, header::failed_attempts).value_or(0);
+}
+
+time_point first_failure(const envelope& msg, time_point now) {
+  auto ms = int_header<std::int64_t>(msg, header::first_failure_at);
+  return ms ? from_unix_ms(*ms) : now;
+}
+
+// -- outcomes -----------------------------------------------------------------
+
+void report(consumer* self, outcome result) {
+  auto tag = self->state.current->item.tag;
+  self->state.current.reset();
+  self->send(self->state.endpoint, done_atom::value, tag, result);
+}
+
+fault_details fault_of(consumer* self, std::string reason) {
+  const auto& cur = *self->state.current;
+  return make_fault(*self->state.rt, cur.item, describe(cur.last_exception), std::move(reason),
+                    cur.attempt - 1);
+}
+
+// -- carrying out the decision ------------------------------------------------
+
+void retry_now(consumer* self, const immediate_retry& a) {
   const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
+  auto what = describe(cur.last_exception);
+  rt.counters().immediate_retries.fetch_add(1, std::memory_order_relaxed);
+  rt.emit(event_kind::immediate_retry, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.delay = a.delay;
+    e.exception_type = what.type;
+    e.detail = what.message;
+  });
+  rt.log().immediate_retry->info(
+    "immediate retry of message {} after {} because of an exception {}: {} (attempt {} failed)",
+    cur.item.message->message_id, to_hms(a.delay), what.type, what.message, cur.attempt);
+  self->delayed_send(self, a.delay, retry_atom::value, cur.item.tag);
+}
+
+// Tells the observer how a message ended after a failure.
+void emit_end(consumer* self, event_kind kind, const fault_details& fault) {
+  const auto& cur = *self->state.current;
+  self->state.rt->emit(kind, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.exception_type = fault.exception.type;
+    e.detail = fault.reason;
+  });
+}
+
+void fail_for_good(consumer* self, const move_to_error& a) {
+  const auto& rt = *self->state.rt;
+  const auto& cur = *self->state.current;
+  auto fault = fault_of(self, a.reason);
+  if (rt.definition().discard_faulted) {
+    rt.log().discard->warn("discarding message {} that failed for good ({}): {}: {}",
+                           cur.item.message->message_id, a.reason, fault.exception.type,
+                           fault.exception.message);
+    raise_fault(rt, cur.item, cur.body, fault);
+    emit_end(self, event_kind::discarded, fault);
+    report(self, outcome::discarded);
+    return;
+  }
+  auto result = park_on_error_queue(rt, cur.item, fault, a.queue);
+  if (result == outcome::dead_lettered) {
+    raise_fault(rt, cur.item, cur.body, fault);
+    emit_end(self, event_kind::dead_lettered, fault);
+  }
+  report(self, result);
+}
+
+void redeliver_later(consumer* self, const delayed_retry& a) {
+  const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
+  const auto& msg = *cur.item.message;
+  auto what = describe(cur.last_exception);
+  // The copy carries the history that the policy's limits need.
+  auto copy = std::make_shared<envelope>(msg);
+  copy->delivery_count += 1;
+  copy->headers.set(header::first_failure_at,
+                    std::to_string(to_unix_ms(first_failure(msg, rt.now()))));
+  copy->headers.set(header::failed_attempts, std::to_string(failures_before(msg) + cur.attempt));
+  rt.log().delayed_retry->warn(
+    "delayed retry {} will reschedule message {} after a delay of {} because of an exception {}: {}",
+    copy->delivery_count, msg.message_id, to_hms(a.delay), what.type, what.message);
+  auto tag = cur.item.tag;
+  auto next_delivery = copy->delivery_count;
+  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay)
+    .then(
+      [=](ok_atom) {
+        if (!self->state.current || self->state.current->item.tag != tag)
+          return;
+        const auto& cur = *self->state.current;
+        self->state.rt->emit(event_kind::redelivery_scheduled, *cur.item.message,
+                             [&](bus_event& e) {
+                               e.attempt = cur.attempt;
+                               e.delay = a.delay;
+                               e.exception_type = what.type;
+                               e.detail = "redelivery " + std::to_string(next_delivery);
+                             });
+        report(self, outcome::scheduled);
+      },
+      [=](caf::error& err) {
+        if (self->state.current && self->state.current->item.tag == tag)
+          fail_for_good(self, move_to_error{"the scheduler refused the redelivery: "
+                                              + self->system().render(err),
+                                            {}});
+      });
+}
+
+void drop(consumer* self, const discard& a) {
+  const auto& rt = *self->state.rt;
+  const auto& cur = *self->state.current;
+  auto what = describe(cur.last_exception);
+  rt.log().discard->info("discarding message {} because of an exception {}: {} ({})",
+                         cur.item.message->message_id, what.type, what.message, a.reason);
+  rt.emit(event_kind::discarded, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.exception_type = what.type;
+    e.detail = a.reason;
+  });
+  report(self, outcome::discarded);
+}
+
+// -- the attempt --------------------------------------------------------------
+
+bool is_poison(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const poison_message&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void on_failure(consumer* self, std::exception_ptr error) {
+  const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
   rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-  auto fault = make_fault(rt, d, describe(error), "the handler failed", attempt - 1);
-  report(self, d, move_to_error(rt, d, fault));
+  cur.last_exception = std::move(error);
+  rt.emit(event_kind::failed, *cur.item.message, [&](bus_event& e) {
+    auto what = describe(cur.last_exception);
+    e.attempt = cur.attempt;
+    e.exception_type = std::move(what.type);
+    e.detail = std::move(what.message);
+  });
+  if (is_poison(cur.last_exception)) {
+    fail_for_good(self, move_to_error{"the handler marked the message as poison", {}});
+    return;
+  }
+  const auto& msg = *cur.item.message;
+  auto now = rt.now();
+  error_context context;
+  context.exception = cur.last_exception;
+  context.immediate_attempts = cur.attempt;
+  context.delivery_count = msg.delivery_count;
+  context.total_attempts = failures_before(msg) + cur.attempt;
+  context.first_failure = first_failure(msg, now);
+  context.now = now;
+  context.message = &msg;
+  auto decided = decide(*cur.handler->recoverability, context, self->state.jitter);
+  std::visit(
+    [&](const auto& a) {
+      using kind = std::decay_t<decltype(a)>;
+      if constexpr (std::is_same_v<kind, immediate_retry>)
+        retry_now(self, a);
+      else if constexpr (std::is_same_v<kind, delayed_retry>)
+        redeliver_later(self, a);
+      else if constexpr (std::is_same_v<kind, move_to_error>)
+        fail_for_good(self, a);
+      else if constexpr (std::is_same_v<kind, discard>)
+        drop(self, a);
+      else
+        static_assert(!sizeof(kind), "every recoverability action must be carried out");
+    },
+    decided);
 }
 
-void on_success(consumer* self, const delivery& d, handler_context& ctx, int attempt) {
-  const auto& rt = *self->state.rt;
-  if (auto released = release(rt, ctx.take_outbox()); !released) {
+void on_success(consumer* self, handler_context& ctx) {
+  if (auto released = release(*self->state.rt, ctx.take_outbox()); !released) {
     // The handler's messages could not all be sent: the attempt failed.
-    on_failure(self, d, std::make_exception_ptr(std::runtime_error(to_string(released.error()))),
-               attempt);
+    on_failure(self, std::make_exception_ptr(std::runtime_error(to_string(released.error()))));
     return;
   }
-  report(self, d, outcome::handled);
+  const auto& cur = *self->state.current;
+  self->state.rt->emit(event_kind::handled, *cur.item.message,
+                       [&](bus_event& e) { e.attempt = cur.attempt; });
+  report(self, outcome::handled);
 }
 
-void attempt(consumer* self, const delivery& d, int attempt_no) {
+handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
-  const auto& msg = *d.message;
-  const auto* slot = rt.find_handler(msg.message_type);
-  if (!slot) {
-    report(self, d, skip(rt, d));
-    return;
-  }
-  auto body = rt.registry().ensure_typed(msg.message_type, msg.body);
-  if (!body) {
-    // A body that cannot be decoded never will be: no retry helps.
-    auto fault = make_fault(rt, d, exception_info{"bus::deserialization_error", body.error().message},
-                            "the body cannot be deserialized", 0);
-    rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-    report(self, d, move_to_error(rt, d, fault));
-    return;
-  }
-  if (slot->invoke) {
-    handler_context ctx(msg, rt.registry(), rt.name(), rt.now(), attempt_no);
-    if (auto error = invoke(*slot, body->object().get(), ctx))
-      on_failure(self, d, std::move(error), attempt_no);
+  const auto& cur = *self->state.current;
+  return handler_context(*cur.item.message, rt.registry(), rt.name(), rt.now(), cur.attempt);
+}
+
+void run_attempt(consumer* self) {
+  auto& cur = *self->state.current;
+  if (cur.handler->invoke) {
+    auto ctx = context_for(self);
+    auto error = invoke(*cur.handler, cur.body.object().get(), ctx);
+    if (!error)
+      error = ctx.verdict(); // poison() or retry() called, no exception thrown
+    if (error)
+      on_failure(self, std::move(error));
     else
-      on_success(self, d, ctx, attempt_no);
+      on_success(self, ctx);
     return;
   }
   // Served by a user's actor: ask it, and keep the slot until it answers.
-  const auto& target = *slot->via_actor;
+  const auto& target = *cur.handler->via_actor;
+  auto tag = cur.item.tag;
+  auto still_current = [=] { return self->state.current && self->state.current->item.tag == tag; };
   auto succeed = [=] {
-    handler_context ctx(*d.message, self->state.rt->registry(), self->state.rt->name(),
-                        self->state.rt->now(), attempt_no);
-    on_success(self, d, ctx, attempt_no);
+    if (!still_current())
+      return;
+    auto ctx = context_for(self);
+    on_success(self, ctx);
   };
-  self->request(target.handler, target.timeout, target.make_request(body->object().get()))
+  self->request(target.handler, target.timeout, target.make_request(cur.body.object().get()))
     .then([=] { succeed(); },
           [=](caf::error& err) {
             // CAF 0.17 has no catch-all response handler for event-based
@@ -81,19 +263,56 @@ void attempt(consumer* self, const delivery& d, int attempt_no) {
               succeed();
               return;
             }
-            on_failure(self, d,
-                       std::make_exception_ptr(handler_actor_error(self->system().render(err))),
-                       attempt_no);
+            if (still_current())
+              on_failure(self, std::make_exception_ptr(
+                                 handler_actor_error(self->system().render(err))));
           });
+}
+
+void begin(consumer* self, delivery d) {
+  const auto& rt = *self->state.rt;
+  auto& cur = self->state.current.emplace();
+  cur.item = std::move(d);
+  const auto& msg = *cur.item.message;
+  cur.handler = rt.find_handler(msg.message_type);
+  if (!cur.handler) {
+    auto result = skip(rt, cur.item);
+    if (result == outcome::skipped)
+      rt.emit(event_kind::skipped, msg);
+    report(self, result);
+    return;
+  }
+  auto body = rt.registry().ensure_typed(msg.message_type, msg.body);
+  if (!body) {
+    // Unrecoverable whatever the rules say: decide() sends it to the error queue.
+    on_failure(self, std::make_exception_ptr(message_deserialization_error(body.error().message)));
+    return;
+  }
+  cur.body = std::move(*body);
+  run_attempt(self);
 }
 
 } // namespace
 
-caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint) {
-  self->state.rt = std::move(rt);
-  self->state.endpoint = std::move(endpoint);
+caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
+                             caf::actor scheduler) {
+  auto& st = self->state;
+  st.rt = std::move(rt);
+  st.endpoint = std::move(endpoint);
+  st.scheduler = std::move(scheduler);
+  const auto& seed = st.rt->config().jitter_seed;
+  // A fixed seed still differs per consumer (its actor id), so that slots
+  // do not jitter in lockstep.
+  st.jitter.seed(seed ? *seed + self->id() : std::random_device{}());
   return {
-    [=](run_atom, const delivery& d) { attempt(self, d, 1); },
+    [=](run_atom, delivery& d) { begin(self, std::move(d)); },
+    [=](retry_atom, std::uint64_t tag) {
+      auto& cur = self->state.current;
+      if (!cur || cur->item.tag != tag)
+        return;
+      ++cur->attempt;
+      run_attempt(self);
+    },
   };
 }
 

@@ -1,8 +1,15 @@
 // A consumer actor: one concurrency slot of an endpoint. It takes one
-// delivery at a time from its endpoint, runs the handler, carries out what
-// follows a failure, and reports the outcome back; the endpoint settles the
-// delivery with the transport and frees the slot.
+// delivery at a time from its endpoint, runs the handler, asks the policy
+// what follows a failure and carries it out, and reports the outcome back;
+// the endpoint settles the delivery with the transport and frees the slot.
+//
+// An immediate retry is a delayed message to itself: the slot stays held.
+// A redelivery is handed to the endpoint's scheduler: the slot is freed
+// once the scheduler has accepted it.
 #pragma once
+
+#include <optional>
+#include <random>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -11,13 +18,25 @@
 
 namespace bus::detail {
 
+// The delivery a consumer works on, across its immediate retries.
+struct current_delivery {
+  delivery item;
+  const handler_slot* handler = nullptr;
+  message_body body;                 // decoded, typed
+  int attempt = 1;                   // attempts in this delivery, this one included
+  std::exception_ptr last_exception; // of the last failed attempt
+};
+
 struct consumer_state {
   endpoint_runtime_ptr rt;
   caf::actor endpoint;
+  caf::actor scheduler;
+  std::mt19937_64 jitter; // draws for retry delays; seeded per consumer
+  std::optional<current_delivery> current;
   static inline const char* name = "bus.consumer";
 };
 
 caf::behavior consumer_actor(caf::stateful_actor<consumer_state>* self, endpoint_runtime_ptr rt,
-                             caf::actor endpoint);
+                             caf::actor endpoint, caf::actor scheduler);
 
 } // namespace bus::detail

@@ -1,6 +1,7 @@
 #include "delivery_steps.hpp"
 
 #include "bus/header_names.hpp"
+#include "outgoing.hpp"
 
 namespace bus::detail {
 
@@ -63,20 +64,42 @@ fault_details make_fault(const endpoint_runtime& rt, const delivery& d, exceptio
   return f;
 }
 
-outcome move_to_error(const endpoint_runtime& rt, const delivery& d, const fault_details& fault) {
+outcome park_on_error_queue(const endpoint_runtime& rt, const delivery& d, const fault_details& fault,
+                      const std::string& queue) {
   const auto& msg = *d.message;
-  auto sent = rt.transport().send(rt.definition().error_queue, with_fault_headers(msg, fault));
+  const auto& target = queue.empty() ? rt.definition().error_queue : queue;
+  auto sent = rt.transport().send(target, with_fault_headers(msg, fault, rt.config().limits));
   if (!sent) {
     rt.log().move_to_error->error(
       "cannot move message {} to the error queue '{}' ({}); returning it to '{}'", msg.message_id,
-      rt.definition().error_queue, to_string(sent.error()), d.queue);
+      target, to_string(sent.error()), d.queue);
     return outcome::requeue;
   }
   rt.log().move_to_error->error("moving message {} to the error queue '{}' because of an exception "
                                 "{}: {} ({})",
-                                msg.message_id, rt.definition().error_queue, fault.exception.type,
+                                msg.message_id, target, fault.exception.type,
                                 fault.exception.message, fault.reason);
   return outcome::dead_lettered;
+}
+
+void raise_fault(const endpoint_runtime& rt, const delivery& d, const message_body& body,
+                 const fault_details& fault) {
+  const auto& type = body.type();
+  if (!rt.definition().publish_faults || !body.is_typed() || !type->make_fault)
+    return;
+  const auto& msg = *d.message;
+  auto fault_type = rt.registry().find(type->fault_type_name);
+  auto event = make_envelope(
+    message_body::typed(type->make_fault(body.object().get(), fault, msg.message_id), fault_type),
+    rt.name(), rt.now());
+  event.correlation_id = msg.correlation_id.empty() ? msg.message_id : msg.correlation_id;
+  const auto& address = !msg.fault_address.empty() ? msg.fault_address : msg.response_address;
+  event.destination_address = address;
+  auto raised = address.empty() ? rt.transport().publish(std::move(event))
+                                : rt.transport().send(address, std::move(event));
+  if (!raised)
+    rt.log().move_to_error->error("cannot raise {} for message {}: {}", type->fault_type_name,
+                                  msg.message_id, to_string(raised.error()));
 }
 
 } // namespace bus::detail

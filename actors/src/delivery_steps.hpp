@@ -32,9 +32,16 @@ namespace bus::detail {
                                        exception_info what, std::string reason,
                                        int immediate_retries);
 
-// Puts a copy with fault headers on the error queue. Returns requeue if the
-// error queue refuses it, so the message is not lost.
-[[nodiscard]] outcome move_to_error(const endpoint_runtime& rt, const delivery& d,
-                                    const fault_details& fault);
+// Puts a copy with fault headers on `queue` (empty: the endpoint's error
+// queue). Returns requeue if the queue refuses it, so the message is not
+// lost.
+[[nodiscard]] outcome park_on_error_queue(const endpoint_runtime& rt, const delivery& d,
+                                    const fault_details& fault, const std::string& queue = {});
+
+// Raises fault<T> for a message that failed for good: to its fault
+// address, else its response address, else published. Does nothing for a
+// body that never became typed (no T to put in it) or a fault<T> itself.
+void raise_fault(const endpoint_runtime& rt, const delivery& d, const message_body& body,
+                 const fault_details& fault);
 
 } // namespace bus::detail

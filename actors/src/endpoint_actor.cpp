@@ -4,6 +4,7 @@
 
 #include "atoms.hpp"
 #include "consumer_actor.hpp"
+#include "scheduler_actor.hpp"
 
 namespace bus::detail {
 
@@ -12,7 +13,8 @@ namespace {
 using endpoint = caf::stateful_actor<endpoint_state>;
 
 void spawn_consumer(endpoint* self) {
-  auto c = self->spawn<caf::monitored>(consumer_actor, self->state.rt, caf::actor_cast<caf::actor>(self));
+  auto c = self->spawn<caf::monitored>(consumer_actor, self->state.rt,
+                                       caf::actor_cast<caf::actor>(self), self->state.scheduler);
   self->state.consumers.emplace(c.address(), c);
   self->state.idle.push_back(std::move(c));
 }
@@ -44,9 +46,12 @@ void settle(endpoint* self, const delivery& d, outcome result) {
     case outcome::dead_lettered: c.dead_lettered.fetch_add(1, relaxed); break;
     case outcome::discarded: c.discarded.fetch_add(1, relaxed); break;
     case outcome::skipped: c.skipped.fetch_add(1, relaxed); break;
+    case outcome::scheduled: c.redeliveries_scheduled.fetch_add(1, relaxed); break;
     case outcome::requeue: c.requeued.fetch_add(1, relaxed); break;
   }
   c.in_flight.fetch_sub(1, relaxed);
+  if (result == outcome::requeue)
+    rt.emit(event_kind::requeued, *d.message);
 }
 
 // Stopping ends only once every delivery sent to this actor before the
@@ -65,6 +70,8 @@ void finish(endpoint* self) {
   }
   st.consumers.clear();
   st.idle.clear();
+  // The scheduler returns what it still holds to the input queue.
+  self->send(st.scheduler, stop_atom::value);
   st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
   st.rt->status().finished.store(true);
   self->quit();
@@ -89,6 +96,7 @@ void begin_stop(endpoint* self) {
 caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   auto& st = self->state;
+  st.scheduler = self->spawn(scheduler_actor, st.rt);
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);
 
@@ -128,6 +136,7 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       auto& c = st.rt->counters();
       c.received.fetch_add(1, std::memory_order_relaxed);
       c.in_flight.fetch_add(1, std::memory_order_relaxed);
+      st.rt->emit(event_kind::received, *d.message);
       if (st.stopping) {
         settle(self, d, outcome::requeue);
         return;

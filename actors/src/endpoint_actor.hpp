@@ -22,6 +22,7 @@ struct endpoint_state {
   std::unordered_map<caf::actor_addr, delivery> busy;    // consumer -> what it works on
   std::unordered_map<caf::actor_addr, caf::actor> consumers;
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
+  caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
   bool stopping = false;
   static inline const char* name = "bus.endpoint";
 };

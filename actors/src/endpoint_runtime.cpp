@@ -19,14 +19,30 @@ endpoint_runtime::endpoint_runtime(endpoint_definition definition,
                                    std::shared_ptr<const message_registry> registry,
                                    transport_ptr transport, loggers log,
                                    std::function<time_point()> clock,
-                                   std::shared_ptr<endpoint_status> status)
+                                   std::shared_ptr<endpoint_status> status, settings config)
   : def_(std::move(definition)), registry_(std::move(registry)), transport_(std::move(transport)),
     log_(std::move(log)), clock_(std::move(clock)), status_(std::move(status)),
-    host_(host_name()), process_(std::to_string(::getpid())) {
+    host_(host_name()), process_(std::to_string(::getpid())), settings_(std::move(config)) {
   // Handler types were checked against the registry when the bus was built.
   for (const auto& slot : def_.handlers)
     if (auto type = registry_->find(slot.cpp_type))
       by_type_name_.emplace(type->name, &slot);
+}
+
+void endpoint_runtime::emit(event_kind kind, std::string detail) const {
+  if (!settings_.observer)
+    return;
+  bus_event e{kind, now(), def_.name, {}, {}};
+  e.detail = std::move(detail);
+  notify(e);
+}
+
+void endpoint_runtime::notify(const bus_event& e) const noexcept {
+  try {
+    settings_.observer(e);
+  } catch (...) {
+    // An observer's failure must not change what happens to a message.
+  }
 }
 
 const handler_slot* endpoint_runtime::find_handler(std::string_view type_name) const {

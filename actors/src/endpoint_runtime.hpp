@@ -7,12 +7,15 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "bus/endpoint_builder.hpp"
 #include "bus/endpoint_counters.hpp"
+#include "bus/events.hpp"
+#include "bus/fault.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/transport.hpp"
 #include "logging.hpp"
@@ -26,9 +29,16 @@ struct endpoint_status {
 
 class endpoint_runtime {
 public:
+  // What the bus sets for all its endpoints alike.
+  struct settings {
+    fault_limits limits;
+    std::optional<std::uint64_t> jitter_seed; // empty: each consumer seeds from the OS
+    event_observer observer;                  // empty: no events
+  };
+
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,
                    transport_ptr transport, loggers log, std::function<time_point()> clock,
-                   std::shared_ptr<endpoint_status> status);
+                   std::shared_ptr<endpoint_status> status, settings config);
   endpoint_runtime(const endpoint_runtime&) = delete;
   endpoint_runtime& operator=(const endpoint_runtime&) = delete;
 
@@ -42,11 +52,32 @@ public:
   [[nodiscard]] time_point now() const { return clock_(); }
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
   [[nodiscard]] const std::string& process() const noexcept { return process_; }
+  [[nodiscard]] const settings& config() const noexcept { return settings_; }
+
+  // Tells the observer, if any, about a step of `msg`'s journey. `fill`
+  // sets the fields beyond kind, time, endpoint and message; it runs only
+  // when somebody listens.
+  template <class Fill>
+  void emit(event_kind kind, const envelope& msg, Fill&& fill) const {
+    if (!settings_.observer)
+      return;
+    bus_event e{kind, now(), def_.name, msg.message_id, msg.message_type};
+    e.delivery_count = msg.delivery_count;
+    fill(e);
+    notify(e);
+  }
+  void emit(event_kind kind, const envelope& msg) const {
+    emit(kind, msg, [](bus_event&) {});
+  }
+  // An event about the endpoint itself (rate limiting).
+  void emit(event_kind kind, std::string detail) const;
 
   // The handler for messages registered as `type_name`, or null.
   [[nodiscard]] const handler_slot* find_handler(std::string_view type_name) const;
 
 private:
+  void notify(const bus_event& e) const noexcept;
+
   endpoint_definition def_;
   std::shared_ptr<const message_registry> registry_;
   transport_ptr transport_;
@@ -55,6 +86,7 @@ private:
   std::shared_ptr<endpoint_status> status_;
   std::string host_;
   std::string process_;
+  settings settings_;
   std::unordered_map<std::string, const handler_slot*> by_type_name_;
 };
 

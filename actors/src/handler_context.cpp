@@ -1,5 +1,6 @@
 #include "bus/handler_context.hpp"
 
+#include "bus/handler_verdicts.hpp"
 #include "outgoing.hpp"
 
 namespace bus {
@@ -8,6 +9,14 @@ handler_context::handler_context(const envelope& message, const message_registry
                                  std::string endpoint, time_point now, int attempt)
   : message_(&message), registry_(&registry), endpoint_(std::move(endpoint)), now_(now),
     attempt_(attempt) {}
+
+void handler_context::poison(std::string reason) {
+  verdict_ = std::make_exception_ptr(poison_message(reason));
+}
+
+void handler_context::retry(std::string reason) {
+  verdict_ = std::make_exception_ptr(retry_requested(reason));
+}
 
 result<void> handler_context::stage(std::string queue, result<message_body> body) {
   if (!body)

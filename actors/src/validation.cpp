@@ -27,6 +27,7 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     out.push_back(where + "the drain timeout must not be negative");
   if (def.handlers.empty())
     out.push_back(where + "it has no handler");
+  out.insert(out.end(), def.mistakes.begin(), def.mistakes.end());
   std::set<std::string> seen;
   for (const auto& slot : def.handlers) {
     auto type = registry.find(slot.cpp_type);
@@ -37,6 +38,39 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     }
     if (!seen.insert(type->name).second)
       out.push_back(where + "more than one handler for message '" + type->name + "'");
+  }
+  return out;
+}
+
+std::vector<std::string> resolve_recoverability(endpoint_definition& def,
+                                                const recoverability_scopes& shared,
+                                                const recoverability_options& shared_options,
+                                                const message_registry& registry) {
+  std::vector<std::string> out;
+  auto options = shared_options;
+  options.error_queue = def.error_queue;
+  options.available.immediate_retries = def.immediate_retries;
+  // Every endpoint has a scheduler, so delayed delivery is always there.
+  options.available.delayed_delivery = true;
+  for (auto add_to : def.unrecoverable)
+    add_to(options.unrecoverable);
+  if (def.custom)
+    options.custom = def.custom;
+  for (auto& slot : def.handlers) {
+    auto scopes = shared;
+    if (def.rules)
+      scopes.assign(scope_level::endpoint, *def.rules);
+    if (slot.rules)
+      scopes.assign(scope_level::consumer, *slot.rules);
+    auto config = make_recoverability_config(scopes, options);
+    if (!config) {
+      auto type = registry.find(slot.cpp_type);
+      out.push_back("endpoint '" + def.name + "', handler of '"
+                    + (type ? type->name : std::string(slot.cpp_type.name()))
+                    + "': " + config.error().message);
+      continue;
+    }
+    slot.recoverability = std::make_shared<const recoverability_config>(std::move(*config));
   }
   return out;
 }

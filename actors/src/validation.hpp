@@ -17,4 +17,12 @@ void complete(endpoint_definition& def);
 [[nodiscard]] std::vector<std::string> mistakes_in(const endpoint_definition& def,
                                                    const message_registry& registry);
 
+// Resolves the recoverability of each handler of `def`: the shared host,
+// bus and transport scopes, then the endpoint's and the handler's own;
+// the shared options, then the endpoint's. Stores the result in each
+// handler slot; returns every mistake, naming endpoint and handler.
+[[nodiscard]] std::vector<std::string> resolve_recoverability(
+  endpoint_definition& def, const recoverability_scopes& shared,
+  const recoverability_options& shared_options, const message_registry& registry);
+
 } // namespace bus::detail

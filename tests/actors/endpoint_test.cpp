@@ -201,7 +201,7 @@ TEST_CASE_METHOD(caf_fixture, "a body that cannot be decoded goes straight to th
   auto errors = transport->browse("billing_error");
   REQUIRE(errors.size() == 1);
   CHECK(errors[0]->message_id == "broken-1");
-  CHECK(header_of(errors[0], h::fault_exception_type) == "bus::deserialization_error");
+  CHECK(header_of(errors[0], h::fault_exception_type) == "bus::message_deserialization_error");
   CHECK_THAT(*header_of(errors[0], h::fault_message), Catch::Contains("order_placed"));
 }
 

@@ -44,7 +44,8 @@ endpoint_builder& endpoint_builder::handle_with_actor(const caf::actor& handler,
     handler, timeout, [](const void* m) {
       return caf::make_message(handle_atom::value, *static_cast<const T*>(m));
     }});
-  def_.handlers.push_back(detail::handler_slot{std::type_index(typeid(T)), {}, std::move(invoker)});
+  def_.handlers.push_back(
+    detail::handler_slot{std::type_index(typeid(T)), {}, std::move(invoker), {}, {}});
   return *this;
 }
 

@@ -23,6 +23,8 @@
 #include "bus/endpoint_builder.hpp"
 #include "bus/endpoint_counters.hpp"
 #include "bus/error.hpp"
+#include "bus/events.hpp"
+#include "bus/fault.hpp"
 #include "bus/headers.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/transport.hpp"
@@ -68,6 +70,37 @@ public:
   // Adds an endpoint; `configure` fills in its slots and handlers.
   bus_builder& endpoint(std::string name, const std::function<void(endpoint_builder&)>& configure);
 
+  // Exception policies of the bus scope, for every endpoint that defines
+  // none of its own. Without any, a failure goes to the error queue.
+  // The parameterless form: on_any().retry().then_redeliver().
+  bus_builder& add_resilience();
+  bus_builder& add_resilience(const std::function<void(policy_builder&)>& configure);
+  // The host scope (rules shared by every bus of the process: pass the same
+  // function to each builder) and the transport scope. Scopes replace each
+  // other whole: consumer > endpoint > transport > bus > host.
+  bus_builder& add_host_resilience(const std::function<void(policy_builder&)>& configure);
+  bus_builder& add_transport_resilience(const std::function<void(policy_builder&)>& configure);
+
+  // E and its subtypes go to the error queue on their first failure, on
+  // every endpoint.
+  template <class E>
+  bus_builder& unrecoverable() {
+    options_.unrecoverable.add<E>();
+    return *this;
+  }
+  // Retrying stops this long after a message first failed (24 h by default).
+  bus_builder& max_retry_time(duration limit);
+  // Replaces the decision for every endpoint without its own.
+  bus_builder& recoverability_policy(custom_policy policy);
+  // Fault texts (exception message, reason) are cut to this many bytes.
+  bus_builder& fault_text_limit(std::size_t bytes);
+  // Seeds the generator that jitters retry delays, for reproducible runs;
+  // by default each consumer seeds from the operating system.
+  bus_builder& jitter_seed(std::uint64_t seed);
+
+  // Receives an event for every step of every message (see bus/events.hpp).
+  bus_builder& observe(event_observer observer);
+
   // Where the bus's loggers (bus.endpoint, bus.move_to_error, ...) write.
   // Default: standard error. The bus never touches spdlog's global registry.
   bus_builder& log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks);
@@ -86,6 +119,11 @@ private:
   std::vector<endpoint_definition> endpoints_;
   std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks_;
   std::vector<std::string> mistakes_;
+  recoverability_scopes scopes_; // host, bus and transport
+  recoverability_options options_;
+  fault_limits fault_limits_;
+  std::optional<std::uint64_t> jitter_seed_;
+  event_observer observer_;
 };
 
 class message_bus {

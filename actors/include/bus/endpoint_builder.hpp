@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeindex>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "bus/handler_context.hpp"
+#include "bus/policy/recoverability.hpp"
 #include "bus/time.hpp"
 
 namespace caf {
@@ -39,6 +41,11 @@ struct handler_slot {
   std::type_index cpp_type;
   std::function<void(const void* message, handler_context& ctx)> invoke;
   std::shared_ptr<const actor_invoker> via_actor;
+  // Rules of the consumer scope, if this handler has its own.
+  std::optional<rule_set> rules;
+  // The policy that applies to this handler: its scopes resolved and
+  // validated. Filled in when the bus is built.
+  std::shared_ptr<const recoverability_config> recoverability;
 };
 
 template <class T, class F>
@@ -81,6 +88,21 @@ struct endpoint_definition {
   bool discard_skipped = false;
   duration drain_timeout{std::chrono::seconds(30)}; // how long stop waits for work in flight
   std::vector<detail::handler_slot> handlers;
+
+  // Recoverability of the endpoint scope; each handler may override the
+  // rules (the consumer scope).
+  std::optional<rule_set> rules;
+  // Unrecoverable types declared on the endpoint, each as the call that
+  // adds it to the bus's set.
+  std::vector<void (*)(unrecoverable_exceptions&)> unrecoverable;
+  custom_policy custom;                   // empty: the bus's, else the default policy
+  bool immediate_retries = true;          // off: in-process retries are skipped
+  bool discard_faulted = false;           // terminal failures are discarded, not moved to error
+  bool publish_faults = true;             // raise fault<T> at a terminal failure
+
+  // Mistakes found while building (e.g. rules for a type with no handler),
+  // reported when the bus is built.
+  std::vector<std::string> mistakes;
 };
 
 class endpoint_builder {
@@ -107,6 +129,67 @@ public:
   }
   endpoint_builder& drain_timeout(duration d) {
     def_.drain_timeout = d;
+    return *this;
+  }
+
+  // Exception policies of the endpoint scope: they replace the bus's
+  // (and host's, and transport's) as a whole for this endpoint.
+  endpoint_builder& add_resilience() {
+    rules().add_resilience();
+    return *this;
+  }
+  endpoint_builder& add_resilience(const std::function<void(policy_builder&)>& configure) {
+    rules().add_resilience(configure);
+    return *this;
+  }
+
+  // Exception policies of the consumer scope: only for the handler of T,
+  // replacing every other scope for it. Call after handle<T>().
+  template <class T>
+  endpoint_builder& resilience_for(const std::function<void(policy_builder&)>& configure) {
+    for (auto& slot : def_.handlers) {
+      if (slot.cpp_type == std::type_index(typeid(T))) {
+        if (!slot.rules)
+          slot.rules.emplace();
+        slot.rules->add_resilience(configure);
+        return *this;
+      }
+    }
+    def_.mistakes.push_back("endpoint '" + def_.name + "': resilience_for<" + typeid(T).name()
+                            + "> names a type with no handler (call handle<T>() first)");
+    return *this;
+  }
+
+  // E and its subtypes go to the error queue on their first failure.
+  template <class E>
+  endpoint_builder& unrecoverable() {
+    def_.unrecoverable.push_back([](unrecoverable_exceptions& set) { set.add<E>(); });
+    return *this;
+  }
+
+  // Replaces the decision for this endpoint (NServiceBus's custom
+  // recoverability policy); it may call bus::default_policy().
+  endpoint_builder& recoverability_policy(custom_policy policy) {
+    def_.custom = std::move(policy);
+    return *this;
+  }
+
+  // Off: no in-process retries; rules that retry go on to redelivery.
+  endpoint_builder& immediate_retries(bool on) {
+    def_.immediate_retries = on;
+    return *this;
+  }
+
+  // Messages that fail for good are logged and dropped instead of moved to
+  // the error queue (fault<T> is still raised unless publish_faults(false)).
+  endpoint_builder& discard_faulted_messages(bool on = true) {
+    def_.discard_faulted = on;
+    return *this;
+  }
+
+  // Whether a terminal failure raises fault<T> (on by default).
+  endpoint_builder& publish_faults(bool on) {
+    def_.publish_faults = on;
     return *this;
   }
 
@@ -143,10 +226,16 @@ public:
   [[nodiscard]] endpoint_definition definition() && noexcept { return std::move(def_); }
 
 private:
+  rule_set& rules() {
+    if (!def_.rules)
+      def_.rules.emplace();
+    return *def_.rules;
+  }
+
   template <class T, class F>
   endpoint_builder& add(F f) {
-    def_.handlers.push_back(
-      detail::handler_slot{std::type_index(typeid(T)), detail::make_invoker<T>(std::move(f)), {}});
+    def_.handlers.push_back(detail::handler_slot{
+      std::type_index(typeid(T)), detail::make_invoker<T>(std::move(f)), {}, {}, {}});
     return *this;
   }
 

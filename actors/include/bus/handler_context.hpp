@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,17 @@ public:
     return send(message_->response_address, std::move(msg));
   }
 
+  // Ends this attempt as poison: the message goes to the error queue at
+  // once and the outbox is dropped, as if the handler had thrown
+  // bus::poison_message(reason).
+  void poison(std::string reason);
+  // Ends this attempt as failed, without an exception of the handler's own:
+  // the policy decides how to retry, as if it had thrown
+  // bus::retry_requested(reason). The outbox is dropped.
+  void retry(std::string reason);
+  // The failure poison() or retry() recorded, or null.
+  [[nodiscard]] const std::exception_ptr& verdict() const noexcept { return verdict_; }
+
   // The buffered messages, for the consumer to release on success.
   [[nodiscard]] std::vector<outgoing_message> take_outbox() noexcept { return std::move(outbox_); }
 
@@ -72,6 +84,7 @@ private:
   time_point now_;
   int attempt_;
   std::vector<outgoing_message> outbox_;
+  std::exception_ptr verdict_;
 };
 
 } // namespace bus

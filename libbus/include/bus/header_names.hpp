@@ -18,6 +18,11 @@ inline constexpr std::string_view response_address = "bus-response-address";
 inline constexpr std::string_view fault_address = "bus-fault-address";
 // Redeliveries performed so far (0 on the first delivery).
 inline constexpr std::string_view delivery_count = "bus-delivery-count";
+// Carried across redeliveries, so a rule's time limit and attempt budget
+// see the whole history of a message: when it first failed (Unix ms) and
+// how many attempts failed in all.
+inline constexpr std::string_view first_failure_at = "bus-first-failure-at";
+inline constexpr std::string_view failed_attempts = "bus-failed-attempts";
 
 // Written on a copy that goes to the error queue.
 inline constexpr std::string_view fault_exception_type = "bus-fault-exception-type";
