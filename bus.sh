@@ -17,7 +17,8 @@ JOBS=${BUS_JOBS:-$(nproc)}
 
 # Everything the build and the tests need, from Debian's packages.
 PACKAGES=(cmake ninja-build g++ ccache git
-          libcaf-dev nlohmann-json3-dev libspdlog-dev catch2)
+          libcaf-dev nlohmann-json3-dev libspdlog-dev catch2
+          librabbitmq-dev rabbitmq-server)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -57,8 +57,17 @@ void fire_due(scheduler* self) {
 caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   return {
-    [=](schedule_atom, pending_redelivery& msg, duration delay) {
+    [=](schedule_atom, pending_redelivery& msg, duration delay) -> caf::result<ok_atom> {
       auto& st = self->state;
+      auto& transport = st.rt->transport();
+      if (transport.capabilities().delayed_delivery) {
+        // The broker holds it: it survives this process. Accepted once the
+        // transport has it.
+        auto held = transport.send_delayed(st.rt->name(), std::move(*msg), delay);
+        if (!held)
+          return caf::make_error(caf::sec::runtime_error, to_string(held.error()));
+        return ok_atom::value;
+      }
       st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
       st.pending.push(self->clock().now() + delay, std::move(msg));
       arm(self);

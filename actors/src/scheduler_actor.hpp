@@ -1,7 +1,8 @@
 // The scheduler actor: holds an endpoint's messages waiting for redelivery
 // and sends each back into the endpoint's input queue when its delay has
 // passed. One heap, one CAF timer armed at a time (for the earliest due
-// time), however many messages wait.
+// time), however many messages wait. A transport with delayed delivery (a
+// broker) holds them instead: the scheduler hands each over at once.
 //
 // Protocol: (schedule_atom, pending_redelivery, duration) -> ok_atom once
 // accepted; (stop_atom) sends everything still waiting back to the queue

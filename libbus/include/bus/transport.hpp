@@ -34,6 +34,7 @@ using delivery_handler = std::function<void(delivery)>;
 struct transport_capabilities {
   bool durable = false;               // messages survive a restart of this process
   bool native_delivery_count = false; // the transport counts redeliveries itself
+  bool delayed_delivery = false;      // send_delayed() holds messages outside this process
 };
 
 class transport {
@@ -62,6 +63,16 @@ public:
 
   // Puts `msg` on `queue`; errc::unknown_queue if it was never declared.
   virtual result<void> send(const std::string& queue, envelope msg) = 0;
+
+  // Puts `msg` on `queue` once `delay` has passed, held by the transport
+  // (a broker), so that it survives the death of this process. Only for a
+  // transport whose capabilities() say delayed_delivery; the bus holds
+  // delays itself otherwise. This default refuses.
+  virtual result<void> send_delayed(const std::string& queue, envelope msg, duration delay) {
+    return error{errc::transport_failure,
+                 std::string(name()) + " has no delayed delivery (cannot hold message "
+                   + msg.message_id + " for " + to_hms(delay) + " on '" + queue + "')"};
+  }
 
   // Puts a copy of `msg` on every queue subscribed to its type. A type
   // nobody subscribed to is not an error: events may have no listener.
