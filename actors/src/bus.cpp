@@ -59,6 +59,7 @@ struct message_bus::impl {
   fault_limits limits;
   std::optional<std::uint64_t> jitter_seed;
   event_observer observer;
+  std::string dead_letter_directory;
 
   mutable std::mutex mutex; // guards endpoints and running: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
@@ -79,7 +80,7 @@ struct message_bus::impl {
     auto slots = def.slots;
     auto rt = std::make_shared<const detail::endpoint_runtime>(
       std::move(e.definition), registry, transport, log, clock, e.status,
-      detail::endpoint_runtime::settings{limits, jitter_seed, observer});
+      detail::endpoint_runtime::settings{limits, jitter_seed, observer, dead_letter_directory});
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
     auto consuming = t.consume(queue, slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
@@ -172,6 +173,11 @@ bus_builder& bus_builder::jitter_seed(std::uint64_t seed) {
   return *this;
 }
 
+bus_builder& bus_builder::dead_letter_directory(std::string directory) {
+  dead_letter_directory_ = std::move(directory);
+  return *this;
+}
+
 bus_builder& bus_builder::observe(event_observer observer) {
   observer_ = std::move(observer);
   return *this;
@@ -216,6 +222,7 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->limits = fault_limits_;
   state->jitter_seed = jitter_seed_;
   state->observer = observer_;
+  state->dead_letter_directory = dead_letter_directory_;
   for (auto& def : endpoints_) {
     auto key = def.name;
     state->endpoints[key].definition = std::move(def);

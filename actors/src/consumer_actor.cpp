@@ -83,25 +83,65 @@ void emit_end(consumer* self, event_kind kind, const fault_details& fault) {
   });
 }
 
-void fail_for_good(consumer* self, const move_to_error& a) {
+// How long a failed message that could be kept nowhere waits before the
+// error queue is tried again.
+constexpr duration park_delay = std::chrono::seconds(30);
+
+// Holds back a message whose fate is decided but that no error queue or
+// file would take, marked so that it goes straight to the error queue when
+// it comes back. Only if the scheduler refuses too does it go back to the
+// transport.
+void park_for_later(consumer* self, const fault_details& fault) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
-  auto fault = fault_of(self, a.reason);
+  auto copy = std::make_shared<envelope>(with_fault_headers(*cur.item.message, fault,
+                                                            rt.config().limits));
+  copy->headers.set(header::fault_pending, "1");
+  rt.log().move_to_error->critical("holding message {} for {} before trying its error queue again",
+                                   cur.item.message->message_id, to_hms(park_delay));
+  auto tag = cur.item.tag;
+  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy),
+                park_delay)
+    .then(
+      [=](ok_atom) {
+        if (self->state.current && self->state.current->item.tag == tag)
+          report(self, outcome::scheduled);
+      },
+      [=](caf::error&) {
+        if (self->state.current && self->state.current->item.tag == tag)
+          report(self, outcome::requeue);
+      });
+}
+
+// Ends a message that failed for good: the error queue (or discard, by
+// option), and fault<T>.
+void end_in_fault(consumer* self, const fault_details& fault, const std::string& queue) {
+  const auto& rt = *self->state.rt;
+  const auto& cur = *self->state.current;
   if (rt.definition().discard_faulted) {
     rt.log().discard->warn("discarding message {} that failed for good ({}): {}: {}",
-                           cur.item.message->message_id, a.reason, fault.exception.type,
+                           cur.item.message->message_id, fault.reason, fault.exception.type,
                            fault.exception.message);
     raise_fault(rt, cur.item, cur.body, fault);
     emit_end(self, event_kind::discarded, fault);
     report(self, outcome::discarded);
     return;
   }
-  auto result = park_on_error_queue(rt, cur.item, fault, a.queue);
+  auto result = park_on_error_queue(rt, cur.item, fault, queue);
   if (result == outcome::dead_lettered) {
     raise_fault(rt, cur.item, cur.body, fault);
     emit_end(self, event_kind::dead_lettered, fault);
+  } else if (result == outcome::requeue) {
+    // Kept nowhere: hold it back rather than let it return at once and
+    // fail again in a hot loop.
+    park_for_later(self, fault);
+    return;
   }
   report(self, result);
+}
+
+void fail_for_good(consumer* self, const move_to_error& a) {
+  end_in_fault(self, fault_of(self, a.reason), a.queue);
 }
 
 void redeliver_later(consumer* self, const delayed_retry& a) {
@@ -274,6 +314,17 @@ void begin(consumer* self, delivery d) {
   auto& cur = self->state.current.emplace();
   cur.item = std::move(d);
   const auto& msg = *cur.item.message;
+  if (msg.headers.contains(header::fault_pending)) {
+    // Held back earlier because no error queue would take it: its fate is
+    // decided; try the error queue again, without the handler.
+    auto fault = fault_from_headers(msg);
+    fault.at = rt.now();
+    auto copy = std::make_shared<envelope>(msg);
+    copy->headers.erase(header::fault_pending);
+    cur.item.message = std::move(copy);
+    end_in_fault(self, fault, {});
+    return;
+  }
   cur.handler = rt.find_handler(msg.message_type);
   if (!cur.handler) {
     auto result = skip(rt, cur.item);

@@ -1,6 +1,7 @@
 #include "delivery_steps.hpp"
 
 #include "bus/header_names.hpp"
+#include "dead_letter_file.hpp"
 #include "outgoing.hpp"
 
 namespace bus::detail {
@@ -65,21 +66,46 @@ fault_details make_fault(const endpoint_runtime& rt, const delivery& d, exceptio
 }
 
 outcome park_on_error_queue(const endpoint_runtime& rt, const delivery& d, const fault_details& fault,
-                      const std::string& queue) {
+                            const std::string& queue) {
   const auto& msg = *d.message;
   const auto& target = queue.empty() ? rt.definition().error_queue : queue;
+  auto& log = *rt.log().move_to_error;
   auto sent = rt.transport().send(target, with_fault_headers(msg, fault, rt.config().limits));
-  if (!sent) {
-    rt.log().move_to_error->error(
-      "cannot move message {} to the error queue '{}' ({}); returning it to '{}'", msg.message_id,
-      target, to_string(sent.error()), d.queue);
-    return outcome::requeue;
+  if (sent) {
+    log.error("moving message {} to the error queue '{}' because of an exception {}: {} ({})",
+              msg.message_id, target, fault.exception.type, fault.exception.message, fault.reason);
+    return outcome::dead_lettered;
   }
-  rt.log().move_to_error->error("moving message {} to the error queue '{}' because of an exception "
-                                "{}: {} ({})",
-                                msg.message_id, target, fault.exception.type,
-                                fault.exception.message, fault.reason);
-  return outcome::dead_lettered;
+  // A move to the error queue that fails must never loop. First fallback:
+  // the smallest fault headers that still say what happened (a broker may
+  // refuse large headers).
+  log.error("the error queue '{}' refused message {} ({}); trying again with minimal fault headers",
+            target, msg.message_id, to_string(sent.error()));
+  auto minimal = fault;
+  minimal.exception.message.clear();
+  minimal.reason = truncate_utf8(minimal.reason, 256);
+  minimal.exception.type = truncate_utf8(minimal.exception.type, 256);
+  auto bare = msg;
+  bare.headers.erase_prefix(header::prefix);
+  sent = rt.transport().send(target, with_fault_headers(std::move(bare), minimal, fault_limits{256}));
+  if (sent) {
+    log.error("moved message {} to the error queue '{}' with minimal fault headers: {}",
+              msg.message_id, target, fault.reason);
+    return outcome::dead_lettered;
+  }
+  // Second fallback: a local file, so the message is kept somewhere.
+  auto file = append_dead_letter(rt.config().dead_letter_directory, rt.name(), msg, fault);
+  if (file) {
+    log.error("the error queue '{}' refused message {} again ({}); wrote it to the dead-letter "
+              "file '{}'",
+              target, msg.message_id, to_string(sent.error()), *file);
+    return outcome::dead_lettered;
+  }
+  // Nowhere to keep it: give it back rather than lose it.
+  log.critical("cannot keep failed message {} anywhere (error queue: {}; file: {}); returning it "
+               "to '{}'",
+               msg.message_id, to_string(sent.error()), to_string(file.error()), d.queue);
+  return outcome::requeue;
 }
 
 void raise_fault(const endpoint_runtime& rt, const delivery& d, const message_body& body,

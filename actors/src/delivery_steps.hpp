@@ -33,8 +33,9 @@ namespace bus::detail {
                                        int immediate_retries);
 
 // Puts a copy with fault headers on `queue` (empty: the endpoint's error
-// queue). Returns requeue if the queue refuses it, so the message is not
-// lost.
+// queue). If the queue refuses it, tries minimal fault headers, then the
+// endpoint's dead-letter file; only if all three fail does it return
+// requeue, so the message is never lost and a refusal never loops quietly.
 [[nodiscard]] outcome park_on_error_queue(const endpoint_runtime& rt, const delivery& d,
                                     const fault_details& fault, const std::string& queue = {});
 

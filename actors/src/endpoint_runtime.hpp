@@ -34,6 +34,7 @@ public:
     fault_limits limits;
     std::optional<std::uint64_t> jitter_seed; // empty: each consumer seeds from the OS
     event_observer observer;                  // empty: no events
+    std::string dead_letter_directory = "bus-dead-letters"; // when the error queue refuses
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

@@ -1,5 +1,7 @@
 #include "bus/fault.hpp"
 
+#include <charconv>
+
 #include "bus/header_names.hpp"
 
 namespace bus {
@@ -33,6 +35,28 @@ envelope with_fault_headers(envelope message, const fault_details& fault,
   h.set(header::fault_immediate_retries, std::to_string(fault.immediate_retries));
   h.set(header::fault_delivery_count, std::to_string(fault.delivery_count));
   return message;
+}
+
+fault_details fault_from_headers(const envelope& message) {
+  auto text = [&](std::string_view name) {
+    auto v = message.headers.find(name);
+    return v ? std::string(*v) : std::string();
+  };
+  auto number = [&](std::string_view name, auto& out) {
+    auto v = message.headers.find(name);
+    if (!v || std::from_chars(v->data(), v->data() + v->size(), out).ec != std::errc())
+      out = 0;
+  };
+  fault_details f;
+  f.exception = {text(header::fault_exception_type), text(header::fault_message)};
+  f.reason = text(header::fault_reason);
+  f.host = text(header::fault_host);
+  f.process = text(header::fault_process);
+  f.endpoint = text(header::fault_endpoint);
+  f.original_address = text(header::fault_original_address);
+  number(header::fault_immediate_retries, f.immediate_retries);
+  number(header::fault_delivery_count, f.delivery_count);
+  return f;
 }
 
 } // namespace bus

@@ -94,6 +94,10 @@ public:
   bus_builder& recoverability_policy(custom_policy policy);
   // Fault texts (exception message, reason) are cut to this many bytes.
   bus_builder& fault_text_limit(std::size_t bytes);
+  // Where a failed message goes when its error queue refuses it even with
+  // minimal fault headers: <directory>/<endpoint>.dead-letters.jsonl.
+  // Default: ./bus-dead-letters.
+  bus_builder& dead_letter_directory(std::string directory);
   // Seeds the generator that jitters retry delays, for reproducible runs;
   // by default each consumer seeds from the operating system.
   bus_builder& jitter_seed(std::uint64_t seed);
@@ -124,6 +128,7 @@ private:
   fault_limits fault_limits_;
   std::optional<std::uint64_t> jitter_seed_;
   event_observer observer_;
+  std::string dead_letter_directory_ = "bus-dead-letters";
 };
 
 class message_bus {

@@ -36,6 +36,10 @@ struct fault_limits {
 [[nodiscard]] envelope with_fault_headers(envelope message, const fault_details& fault,
                                           const fault_limits& limits = {});
 
+// The fault facts written by with_fault_headers(), read back (missing or
+// malformed numbers read as 0; the time is not read back).
+[[nodiscard]] fault_details fault_from_headers(const envelope& message);
+
 // Cuts `text` to at most `max_bytes` bytes without splitting a UTF-8
 // sequence; a cut text ends in a marker that counts toward the limit.
 [[nodiscard]] std::string truncate_utf8(std::string text, std::size_t max_bytes);

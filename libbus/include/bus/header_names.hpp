@@ -35,6 +35,10 @@ inline constexpr std::string_view fault_original_address = "bus-fault-original-a
 inline constexpr std::string_view fault_immediate_retries = "bus-fault-immediate-retries";
 inline constexpr std::string_view fault_delivery_count = "bus-fault-delivery-count";
 inline constexpr std::string_view fault_reason = "bus-fault-reason";
+// On a failed message the bus holds back because no error queue or file
+// would take it: its fate is decided, it goes to the error queue when it
+// comes back, without running its handler again.
+inline constexpr std::string_view fault_pending = "bus-fault-pending";
 
 // Written on a copy that goes to the skipped queue.
 inline constexpr std::string_view skipped_reason = "bus-skipped-reason";

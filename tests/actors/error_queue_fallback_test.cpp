@@ -1,0 +1,118 @@
+// A failed message is never lost and never loops, even when its error
+// queue refuses it.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bus/header_names.hpp"
+#include "bus/testing/harness.hpp"
+#include "support/refusing_transport.hpp"
+#include "support/sample_messages.hpp"
+
+using bus::test::order_placed;
+using bus::test::refusing_transport;
+
+namespace {
+
+// A bus whose billing handler always fails with a long message, on a
+// transport that refuses some sends to billing_error.
+bus::message_bus& start(bus::testing::harness& h, std::shared_ptr<refusing_transport> transport,
+                        const std::string& dead_letters) {
+  auto b = h.builder();
+  b.transport(transport)
+    .dead_letter_directory(dead_letters)
+    .message<order_placed>("order_placed")
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.handle<order_placed>(
+        [](const order_placed&) -> void { throw std::runtime_error(std::string(2000, 'x')); });
+    });
+  return h.start(b);
+}
+
+std::string scratch_directory(const std::string& name) {
+  auto dir = (std::filesystem::temp_directory_path() / ("bus-test-" + name)).string();
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+} // namespace
+
+TEST_CASE("an error queue that refuses large fault headers gets the message with minimal ones") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_error", 1000);
+  auto dir = scratch_directory("minimal");
+  auto& bus = start(h, transport, dir);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.run();
+  CHECK(transport->refused == 1);
+  auto errors = h.error_queue("billing");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]->headers.find(bus::header::fault_exception_type) == std::optional<std::string_view>("std::runtime_error"));
+  CHECK(errors[0]->headers.find(bus::header::fault_message) == std::optional<std::string_view>(""));
+  CHECK(h.stats("billing").dead_lettered == 1);
+  CHECK_FALSE(std::filesystem::exists(dir));
+}
+
+TEST_CASE("an error queue that refuses everything leaves the message in the dead-letter file") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_error", 0);
+  auto dir = scratch_directory("file");
+  auto& bus = start(h, transport, dir);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.run();
+  CHECK(transport->refused == 2); // full headers, then minimal ones: no loop
+  CHECK(h.error_queue("billing").empty());
+  CHECK(h.queue("billing").empty());
+  CHECK(h.stats("billing").dead_lettered == 1);
+  std::ifstream in(dir + "/billing.dead-letters.jsonl");
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  auto j = nlohmann::json::parse(line);
+  CHECK(j["headers"]["bus-message-type"] == "order_placed");
+  CHECK(j["headers"]["bus-fault-exception-type"] == "std::runtime_error");
+  CHECK(nlohmann::json::parse(j["body"].get<std::string>())["order_id"] == "o-1");
+  CHECK_FALSE(std::getline(in, line));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a message that can be kept nowhere is held back and tried again later, not in a loop") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_error", 0);
+  // A regular file where the directory should be: the file fallback fails too.
+  auto dir = scratch_directory("blocked");
+  { std::ofstream(dir) << "not a directory"; }
+  auto& bus = start(h, transport, dir + "/nested");
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.run();
+  auto criticals = [&] {
+    std::size_t n = 0;
+    for (const auto& line : h.log_lines())
+      n += line.find("[critical] holding message") != std::string::npos;
+    return n;
+  };
+  CHECK(transport->refused == 2);
+  CHECK(criticals() == 1);
+  CHECK(h.stats("billing").pending_redelivery == 1);
+  CHECK(h.stats("billing").failed_attempts == 1);
+
+  // 30 s later it comes back and tries the error queue again, without
+  // running the handler; the queue still refuses: held back once more.
+  h.advance(std::chrono::seconds(30));
+  CHECK(transport->refused == 4);
+  CHECK(criticals() == 2);
+  CHECK(h.stats("billing").failed_attempts == 1);
+
+  // The cause is fixed (the directory can be made): it lands in the file.
+  std::filesystem::remove(dir);
+  h.advance(std::chrono::seconds(30));
+  CHECK(h.stats("billing").dead_lettered == 1);
+  CHECK(h.stats("billing").pending_redelivery == 0);
+  std::ifstream in(dir + "/nested/billing.dead-letters.jsonl");
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK(nlohmann::json::parse(line)["headers"].count("bus-fault-pending") == 0);
+  std::filesystem::remove_all(dir);
+}

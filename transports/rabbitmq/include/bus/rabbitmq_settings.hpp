@@ -1,0 +1,118 @@
+// Where the RabbitMQ transport connects and how it lays its topology out on
+// the broker: built in code, or parsed from an amqp:// or amqps:// URL given
+// directly, in an environment variable or in a file. The password never
+// leaves this struct as text: describe() and every error message redact it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "bus/error.hpp"
+
+namespace bus {
+
+// The queue type of the queues declare_queue() creates. Quorum queues are
+// replicated, survive the loss of a cluster node, and count redeliveries
+// themselves (x-delivery-count); classic queues do neither.
+enum class rabbitmq_queue_type { quorum, classic };
+
+enum class rabbitmq_log_level { debug, info, warn, error };
+
+// Receives the transport's log lines (connection lost, reconnected, a
+// consumer cancelled by the broker, ...). Called from the transport's I/O
+// threads; it must be thread-safe and should not block. Whatever it throws
+// is swallowed: logging never breaks the transport.
+using rabbitmq_log_sink = std::function<void(rabbitmq_log_level, const std::string& line)>;
+
+struct rabbitmq_settings {
+  // amqp://user:password@host:port/vhost
+  std::string host = "localhost";
+  std::uint16_t port = 5672;
+  std::string vhost = "/";
+  std::string user = "guest";
+  std::string password = "guest"; // never logged; describe() leaves it out
+
+  // amqps://: TLS through rabbitmq-c's OpenSSL socket. The broker's
+  // certificate is verified by default; turning that off is for a test
+  // bench only and says so in describe().
+  bool tls = false;
+  std::string ca_cert_file;     // PEM the broker's chain must end in; empty: the system's bundle
+  std::string client_cert_file; // PEM, for brokers that want a client certificate; empty: none
+  std::string client_key_file;  // its private key; set both or neither
+  bool verify_peer = true;      // the certificate chains to a trusted CA ...
+  bool verify_hostname = true;  // ... and names `host`
+
+  // Heartbeats find a dead broker or a dead network: a connection with no
+  // traffic for twice this long is closed and reconnected. 0 turns them off.
+  std::chrono::seconds heartbeat{10};
+  // TCP connect, TLS handshake and AMQP login, each.
+  std::chrono::milliseconds connect_timeout{5000};
+  // The longest any call waits: a declaration's reply, a publisher confirm,
+  // a reconnect that a send or a consume waits for. Past it the call fails
+  // with errc::transport_failure instead of hanging.
+  std::chrono::milliseconds operation_timeout{10000};
+  // After a connection loss: the first retry comes after the minimum, each
+  // failed one doubles the wait, up to the maximum (with +-20% jitter, so
+  // that many processes do not reconnect in lockstep).
+  std::chrono::milliseconds reconnect_delay_min{250};
+  std::chrono::milliseconds reconnect_delay_max{4000};
+
+  rabbitmq_queue_type queue_type = rabbitmq_queue_type::quorum;
+
+  // Delayed delivery through binary delay levels (docs/rabbitmq.md): level k
+  // holds messages 2^k units; the longest delay is (2^delay_levels - 1)
+  // units, and a delay is rounded up to whole units, never down. The
+  // defaults (28 levels of 1 s, about 8.5 years) are NServiceBus's. Every
+  // process on one broker that sends delayed messages to each other's
+  // queues must use the same two values: they name the level queues.
+  std::chrono::milliseconds delay_unit{1000};
+  unsigned delay_levels = 28;
+
+  // Shown by `rabbitmqctl list_connections name client_properties`, with
+  // " publisher" or " consumer" appended.
+  std::string connection_name = "bus";
+
+  // Empty: warnings and errors go to stderr.
+  rabbitmq_log_sink log;
+
+  // "amqp://guest@localhost:5672/%2F": the URL without the password, for
+  // log lines and error messages.
+  [[nodiscard]] std::string describe() const;
+
+  // Every mistake at once, in one error (errc::invalid_configuration), or
+  // nothing.
+  [[nodiscard]] result<void> validate() const;
+};
+
+// Parses amqp[s]://[user[:password]@]host[:port][/vhost][?key=value&...]
+// over the defaults above. As in RabbitMQ's URI spec: user, password and
+// vhost are percent-decoded, so the vhost "/" is written %2F; an empty or
+// missing vhost means "/" too. amqps switches TLS on and the default port
+// to 5671. Query keys (RabbitMQ's own names where they exist):
+//   heartbeat=<s>  connection_timeout=<ms>  operation_timeout=<ms>
+//   cacertfile=<path>  certfile=<path>  keyfile=<path>
+//   verify=verify_peer|verify_none  verify_hostname=true|false
+//   queue_type=quorum|classic  delay_unit=<ms>  delay_levels=<n>
+//   reconnect_delay_min=<ms>  reconnect_delay_max=<ms>  connection_name=<text>
+// An unknown key, a bad number or a bad scheme is an error that quotes the
+// URL with its password redacted. The result is validated.
+[[nodiscard]] result<rabbitmq_settings> parse_rabbitmq_url(std::string_view url);
+
+// parse_rabbitmq_url of the environment variable `variable`; an error if it
+// is unset or empty.
+[[nodiscard]] result<rabbitmq_settings>
+rabbitmq_settings_from_env(const char* variable = "BUS_RABBITMQ_URL");
+
+// parse_rabbitmq_url of the first line of `path` that is neither blank nor
+// a '#' comment. A file keeps the password out of the process environment
+// and the command line.
+[[nodiscard]] result<rabbitmq_settings> rabbitmq_settings_from_file(const std::string& path);
+
+// `url` with the password part of its user info replaced by "***". Safe
+// for anything that looks like a URL, including a malformed one.
+[[nodiscard]] std::string redact_url(std::string_view url);
+
+} // namespace bus
