@@ -21,6 +21,9 @@ using schedule_atom = caf::atom_constant<caf::atom("schedule")>; // consumer -> 
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler -> itself
 using retry_atom = caf::atom_constant<caf::atom("retry")>;       // consumer -> itself
 using ok_atom = caf::atom_constant<caf::atom("ok")>;
+using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   // consumer -> breaker
+using limit_atom = caf::atom_constant<caf::atom("limit")>;       // breaker -> endpoint
+using resume_atom = caf::atom_constant<caf::atom("resume")>;     // endpoint -> itself
 
 // How an attempt at a delivery ended, from the endpoint's point of view:
 // what to tell the transport and which counter moves.

@@ -199,6 +199,12 @@ void drop(consumer* self, const discard& a) {
 
 // -- the attempt --------------------------------------------------------------
 
+// Every attempt's result goes to the circuit breaker, if there is one.
+void tell_breaker(consumer* self, bool succeeded) {
+  if (self->state.breaker)
+    self->send(self->state.breaker, attempt_atom::value, succeeded);
+}
+
 bool is_poison(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -213,6 +219,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
   rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
+  tell_breaker(self, false);
   cur.last_exception = std::move(error);
   rt.emit(event_kind::failed, *cur.item.message, [&](bus_event& e) {
     auto what = describe(cur.last_exception);
@@ -234,7 +241,15 @@ void on_failure(consumer* self, std::exception_ptr error) {
   context.first_failure = first_failure(msg, now);
   context.now = now;
   context.message = &msg;
-  auto decided = decide(*cur.handler->recoverability, context, self->state.jitter);
+  auto decided = [&] {
+    if (!cur.throttled)
+      return decide(*cur.handler->recoverability, context, self->state.jitter);
+    // Rate limited: one attempt per wait, so no immediate retries; the
+    // policy goes on to its next tier.
+    auto throttled = *cur.handler->recoverability;
+    throttled.options.available.immediate_retries = false;
+    return decide(throttled, context, self->state.jitter);
+  }();
   std::visit(
     [&](const auto& a) {
       using kind = std::decay_t<decltype(a)>;
@@ -258,6 +273,7 @@ void on_success(consumer* self, handler_context& ctx) {
     on_failure(self, std::make_exception_ptr(std::runtime_error(to_string(released.error()))));
     return;
   }
+  tell_breaker(self, true);
   const auto& cur = *self->state.current;
   self->state.rt->emit(event_kind::handled, *cur.item.message,
                        [&](bus_event& e) { e.attempt = cur.attempt; });
@@ -309,10 +325,11 @@ void run_attempt(consumer* self) {
           });
 }
 
-void begin(consumer* self, delivery d) {
+void begin(consumer* self, delivery d, bool throttled) {
   const auto& rt = *self->state.rt;
   auto& cur = self->state.current.emplace();
   cur.item = std::move(d);
+  cur.throttled = throttled;
   const auto& msg = *cur.item.message;
   if (msg.headers.contains(header::fault_pending)) {
     // Held back earlier because no error queue would take it: its fate is
@@ -346,17 +363,18 @@ void begin(consumer* self, delivery d) {
 } // namespace
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler) {
+                             caf::actor scheduler, caf::actor breaker) {
   auto& st = self->state;
   st.rt = std::move(rt);
   st.endpoint = std::move(endpoint);
   st.scheduler = std::move(scheduler);
+  st.breaker = std::move(breaker);
   const auto& seed = st.rt->config().jitter_seed;
   // A fixed seed still differs per consumer (its actor id), so that slots
   // do not jitter in lockstep.
   st.jitter.seed(seed ? *seed + self->id() : std::random_device{}());
   return {
-    [=](run_atom, delivery& d) { begin(self, std::move(d)); },
+    [=](run_atom, delivery& d, bool throttled) { begin(self, std::move(d), throttled); },
     [=](retry_atom, std::uint64_t tag) {
       auto& cur = self->state.current;
       if (!cur || cur->item.tag != tag)

@@ -24,6 +24,7 @@ struct current_delivery {
   const handler_slot* handler = nullptr;
   message_body body;                 // decoded, typed
   int attempt = 1;                   // attempts in this delivery, this one included
+  bool throttled = false;            // dispatched while rate limited: no immediate retries
   std::exception_ptr last_exception; // of the last failed attempt
 };
 
@@ -31,12 +32,13 @@ struct consumer_state {
   endpoint_runtime_ptr rt;
   caf::actor endpoint;
   caf::actor scheduler;
+  caf::actor breaker; // null when rate limiting is off
   std::mt19937_64 jitter; // draws for retry delays; seeded per consumer
   std::optional<current_delivery> current;
   static inline const char* name = "bus.consumer";
 };
 
 caf::behavior consumer_actor(caf::stateful_actor<consumer_state>* self, endpoint_runtime_ptr rt,
-                             caf::actor endpoint, caf::actor scheduler);
+                             caf::actor endpoint, caf::actor scheduler, caf::actor breaker);
 
 } // namespace bus::detail

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include "atoms.hpp"
+#include "circuit_breaker_actor.hpp"
 #include "consumer_actor.hpp"
 #include "scheduler_actor.hpp"
 
@@ -14,7 +15,8 @@ using endpoint = caf::stateful_actor<endpoint_state>;
 
 void spawn_consumer(endpoint* self) {
   auto c = self->spawn<caf::monitored>(consumer_actor, self->state.rt,
-                                       caf::actor_cast<caf::actor>(self), self->state.scheduler);
+                                       caf::actor_cast<caf::actor>(self), self->state.scheduler,
+                                       self->state.breaker);
   self->state.consumers.emplace(c.address(), c);
   self->state.idle.push_back(std::move(c));
 }
@@ -22,12 +24,16 @@ void spawn_consumer(endpoint* self) {
 void dispatch(endpoint* self) {
   auto& st = self->state;
   while (!st.idle.empty() && !st.waiting.empty()) {
+    // Rate limited: one message at a time, and none while waiting after a
+    // failed attempt.
+    if (st.limited && (!st.busy.empty() || st.pausing))
+      return;
     auto consumer = std::move(st.idle.back());
     st.idle.pop_back();
     auto d = std::move(st.waiting.front());
     st.waiting.pop_front();
     st.busy.emplace(consumer.address(), d);
-    self->send(consumer, run_atom::value, std::move(d));
+    self->send(consumer, run_atom::value, std::move(d), st.limited);
   }
 }
 
@@ -72,6 +78,8 @@ void finish(endpoint* self) {
   st.idle.clear();
   // The scheduler returns what it still holds to the input queue.
   self->send(st.scheduler, stop_atom::value);
+  if (st.breaker)
+    self->send(st.breaker, stop_atom::value);
   st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
   st.rt->status().finished.store(true);
   self->quit();
@@ -97,6 +105,8 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   auto& st = self->state;
   st.scheduler = self->spawn(scheduler_actor, st.rt);
+  if (st.rt->definition().rate_limit.consecutive_failures > 0)
+    st.breaker = self->spawn(circuit_breaker_actor, st.rt, caf::actor_cast<caf::actor>(self));
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);
 
@@ -154,10 +164,31 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       st.busy.erase(it);
       if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
+      if (st.limited && result != outcome::handled && result != outcome::skipped) {
+        // A throttled attempt failed: wait before the next one.
+        st.pausing = true;
+        self->delayed_send(self, st.rt->definition().rate_limit.wait_between_attempts,
+                           resume_atom::value, ++st.pause_generation);
+      }
       dispatch(self);
       check_drained(self);
     },
     [=](stop_atom) { begin_stop(self); },
+    [=](limit_atom, bool limited) {
+      auto& st = self->state;
+      st.limited = limited;
+      if (!limited) {
+        st.pausing = false;
+        dispatch(self);
+      }
+    },
+    [=](resume_atom, std::uint64_t generation) {
+      auto& st = self->state;
+      if (generation != st.pause_generation || !st.pausing)
+        return;
+      st.pausing = false;
+      dispatch(self);
+    },
     [=](drained_atom) {
       if (self->state.busy.empty() && self->state.waiting.empty())
         finish(self);

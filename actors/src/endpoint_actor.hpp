@@ -23,6 +23,10 @@ struct endpoint_state {
   std::unordered_map<caf::actor_addr, caf::actor> consumers;
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
   caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
+  caf::actor breaker;           // the circuit breaker; null when rate limiting is off
+  bool limited = false;         // rate limited: one message at a time
+  bool pausing = false;         // rate limited and waiting after a failed attempt
+  std::uint64_t pause_generation = 0; // a resume of an older generation is stale
   bool stopping = false;
   static inline const char* name = "bus.endpoint";
 };

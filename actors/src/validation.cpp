@@ -27,6 +27,10 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     out.push_back(where + "the drain timeout must not be negative");
   if (def.handlers.empty())
     out.push_back(where + "it has no handler");
+  if (def.rate_limit.consecutive_failures < 0)
+    out.push_back(where + "the rate limit's threshold of consecutive failures must not be negative");
+  if (def.rate_limit.wait_between_attempts.count() < 0)
+    out.push_back(where + "the rate limit's wait between attempts must not be negative");
   out.insert(out.end(), def.mistakes.begin(), def.mistakes.end());
   std::set<std::string> seen;
   for (const auto& slot : def.handlers) {

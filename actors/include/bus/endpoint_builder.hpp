@@ -22,6 +22,7 @@
 
 #include "bus/handler_context.hpp"
 #include "bus/policy/recoverability.hpp"
+#include "bus/rate_limiter.hpp"
 #include "bus/time.hpp"
 
 namespace caf {
@@ -99,6 +100,12 @@ struct endpoint_definition {
   bool immediate_retries = true;          // off: in-process retries are skipped
   bool discard_faulted = false;           // terminal failures are discarded, not moved to error
   bool publish_faults = true;             // raise fault<T> at a terminal failure
+
+  // Automatic rate limiting (off unless a threshold is set), and what to
+  // call when it starts and ends (on the circuit breaker's thread).
+  rate_limit_settings rate_limit;
+  std::function<void()> on_rate_limit_started;
+  std::function<void()> on_rate_limit_ended;
 
   // Mistakes found while building (e.g. rules for a type with no handler),
   // reported when the bus is built.
@@ -184,6 +191,21 @@ public:
   // the error queue (fault<T> is still raised unless publish_faults(false)).
   endpoint_builder& discard_faulted_messages(bool on = true) {
     def_.discard_faulted = on;
+    return *this;
+  }
+
+  // Automatic rate limiting: after `consecutive_failures` failed attempts
+  // in a row (immediate retries count), the endpoint handles one message
+  // at a time, waits `wait_between_attempts` after each that fails, and
+  // skips immediate retries; the first success restores full concurrency.
+  // It throttles the whole endpoint, every message type alike. Messages not
+  // yet attempted wait; they are neither failed nor dead-lettered.
+  endpoint_builder& rate_limit(int consecutive_failures, duration wait_between_attempts,
+                               std::function<void()> on_started = {},
+                               std::function<void()> on_ended = {}) {
+    def_.rate_limit = {consecutive_failures, wait_between_attempts};
+    def_.on_rate_limit_started = std::move(on_started);
+    def_.on_rate_limit_ended = std::move(on_ended);
     return *this;
   }
 

@@ -22,6 +22,8 @@ struct endpoint_stats {
   std::uint64_t requeued = 0;      // given back to the transport unfinished (stop, consumer death)
   std::int64_t in_flight = 0;      // taken and not settled yet
   std::int64_t pending_redelivery = 0;
+  bool rate_limited = false;            // one message at a time right now
+  std::uint64_t rate_limit_episodes = 0; // how often rate limiting started
 };
 
 class endpoint_counters {
@@ -37,13 +39,16 @@ public:
   std::atomic<std::uint64_t> requeued{0};
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> pending_redelivery{0};
+  std::atomic<bool> rate_limited{false};
+  std::atomic<std::uint64_t> rate_limit_episodes{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
     return {received.load(r),  handled.load(r),   failed_attempts.load(r),
             immediate_retries.load(r), redeliveries_scheduled.load(r), dead_lettered.load(r),
             discarded.load(r), skipped.load(r),   requeued.load(r),
-            in_flight.load(r), pending_redelivery.load(r)};
+            in_flight.load(r), pending_redelivery.load(r), rate_limited.load(r),
+            rate_limit_episodes.load(r)};
   }
 };
 

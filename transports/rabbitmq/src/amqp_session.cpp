@@ -80,6 +80,18 @@ std::string describe(const amqp_failure& f) {
   return std::to_string(f.reply_code) + " " + f.text;
 }
 
+error to_error(const amqp_failure& f, const std::string& context) {
+  errc code = errc::transport_failure;
+  switch (f.reply_code) {
+    case AMQP_NOT_FOUND: code = errc::unknown_queue; break;
+    case AMQP_ACCESS_REFUSED:
+    case AMQP_RESOURCE_LOCKED:
+    case AMQP_PRECONDITION_FAILED: code = errc::invalid_configuration; break;
+    default: break;
+  }
+  return error{code, context + ": " + describe(f)};
+}
+
 result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings& s,
                                                          const std::string& role) {
   auto where = "RabbitMQ at " + s.describe();

@@ -105,8 +105,15 @@ void wait_readable(int fd, int wake_fd, std::chrono::milliseconds timeout);
 // rabbitmq-c's text for a library status, e.g. "a socket error occurred".
 [[nodiscard]] std::string library_error_text(int status);
 
-// "NOT_FOUND - no queue 'x' in vhost '/'" style text of a failure, with its
-// code when the broker gave one.
+// "404 NOT_FOUND - no queue 'x' in vhost '/'": a failure's text, with the
+// broker's code when it gave one.
 [[nodiscard]] std::string describe(const amqp_failure& f);
+
+// The bus error for an operation that failed: 404 is errc::unknown_queue;
+// 403, 405 and 406 (access refused, resource locked, arguments that differ
+// from the existing object's) are errc::invalid_configuration, a mistake to
+// fix rather than retry; anything else is errc::transport_failure.
+// `context` says what was attempted, e.g. "declaring queue 'billing'".
+[[nodiscard]] error to_error(const amqp_failure& f, const std::string& context);
 
 } // namespace bus::detail

@@ -1,0 +1,28 @@
+// The circuit-breaker actor of an endpoint: consumers report every attempt
+// to it; after enough consecutive failures it puts the endpoint into rate
+// limited mode, and the first success takes it out. It logs, counts and
+// raises both transitions and calls the user's callbacks.
+//
+// Protocol: (attempt_atom, bool succeeded) from consumers; it sends
+// (limit_atom, bool limited) to the endpoint on each transition.
+#pragma once
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "bus/rate_limiter.hpp"
+#include "endpoint_runtime.hpp"
+
+namespace bus::detail {
+
+struct circuit_breaker_state {
+  endpoint_runtime_ptr rt;
+  caf::actor endpoint;
+  rate_limiter limiter{{}};
+  static inline const char* name = "bus.circuit_breaker";
+};
+
+caf::behavior circuit_breaker_actor(caf::stateful_actor<circuit_breaker_state>* self,
+                                    endpoint_runtime_ptr rt, caf::actor endpoint);
+
+} // namespace bus::detail

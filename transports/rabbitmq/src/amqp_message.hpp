@@ -1,0 +1,55 @@
+// An envelope on the wire of AMQP 0-9-1, both ways. Out: the bus's wire form
+// (wire.hpp) as string headers, plus the AMQP properties RabbitMQ's tools
+// show (message-id, type, timestamp, ...), persistent. In: the headers back
+// into an envelope through from_wire; what is not a valid bus message still
+// becomes an envelope, so that the bus can move it out of the way.
+#pragma once
+
+#include <amqp.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bus/envelope.hpp"
+#include "bus/error.hpp"
+#include "bus/wire.hpp"
+
+namespace bus::detail {
+
+class outgoing_message {
+public:
+  // Fails (errc::malformed_message) when the body cannot be serialized or
+  // the message cannot travel over AMQP (a header name over 255 bytes,
+  // headers too large for one frame): refused here, before a half-sent
+  // publish could break the connection.
+  [[nodiscard]] static result<outgoing_message> from(const envelope& env);
+
+  [[nodiscard]] const std::string& message_id() const noexcept { return message_id_; }
+
+  // amqp_basic_publish of this message; returns its status. The header
+  // table points into this object only for the duration of the call.
+  int publish(amqp_connection_state_t conn, amqp_channel_t ch, const std::string& exchange,
+              const std::string& routing_key, bool mandatory) const;
+
+private:
+  wire_message wire_;
+  std::string message_id_;
+  std::string type_;
+  std::string correlation_id_;
+  std::uint64_t timestamp_s_ = 0;
+};
+
+// The envelope of a delivered message. Never fails. A message that
+// from_wire refuses (no bus headers, a header that is not a number, ...)
+// becomes an envelope all the same: its id is bus-message-id, else the
+// AMQP message-id, else a new one made from the two random words; its type
+// is bus-message-type or empty; its body is the bytes as text; and the
+// header rabbitmq_wire_error_header says what was wrong. The bus then
+// skips it (no type) or fails it into the error queue (a body that is not
+// JSON): it is moved aside, never lost and never a crash.
+// Headers the broker owns (x-death, x-delivery-count, ...) are left out:
+// sent on again they would confuse the broker's own bookkeeping.
+[[nodiscard]] envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t body,
+                                          std::uint64_t random_hi, std::uint64_t random_lo);
+
+} // namespace bus::detail

@@ -1,0 +1,155 @@
+// The consuming side of the transport: one connection, owned by one I/O
+// thread, with one channel per consumed queue (its prefetch is the
+// consumer's max_unacked; a channel error ends that consumer only).
+//
+// Delivery handlers run on the I/O thread. ack and reject come from other
+// threads (actors): they are checked and queued here, and the I/O thread,
+// woken through an eventfd, sends them on the channel the delivery came
+// from. rabbitmq-c is never called from two threads on one connection.
+//
+// Each delivery gets a transport tag, unique for the life of the
+// transport, that maps to (channel incarnation, broker delivery tag). When
+// a channel or the connection dies, its incarnation dies with it: settling
+// one of its deliveries is an error and nothing is sent, because the same
+// broker tag on a new channel names another message. The broker redelivers
+// what that channel had not settled.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+
+#include "amqp_session.hpp"
+#include "backoff.hpp"
+#include "bus/transport.hpp"
+#include "log.hpp"
+#include "topology.hpp"
+#include "wakeup.hpp"
+
+namespace bus::detail {
+
+class consumer_pump {
+public:
+  consumer_pump(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
+                std::shared_ptr<const rabbitmq_logger> log);
+  // Stops the thread and closes the connection: the broker requeues every
+  // delivery not settled. Must not run on the I/O thread (in a handler).
+  ~consumer_pump();
+  consumer_pump(const consumer_pump&) = delete;
+  consumer_pump& operator=(const consumer_pump&) = delete;
+
+  // Starts the I/O thread and waits for its first connection.
+  [[nodiscard]] result<void> start();
+
+  // Waits for the broker's consume-ok (or an error, or operation_timeout).
+  [[nodiscard]] result<void> consume(const std::string& queue, std::size_t max_unacked,
+                                     delivery_handler on_delivery);
+  // Returns once the handler of `queue` can no longer be called.
+  void cancel(const std::string& queue);
+  // Queues the settlement for the I/O thread and returns at once; an error
+  // if `tag` is not outstanding or its channel has died since.
+  [[nodiscard]] result<void> settle(std::uint64_t tag, bool ack, bool requeue);
+
+  [[nodiscard]] std::uint64_t reconnects() const noexcept;
+
+private:
+  using clock = std::chrono::steady_clock;
+
+  struct consume_command {
+    std::string queue;
+    std::size_t max_unacked = 0;
+    std::shared_ptr<const delivery_handler> handler;
+    clock::time_point deadline;
+    std::shared_ptr<std::promise<result<void>>> done;
+  };
+  struct cancel_command {
+    std::string queue;
+    std::shared_ptr<std::promise<void>> done;
+  };
+  struct settle_command {
+    std::uint64_t incarnation = 0;
+    amqp_channel_t channel = 0;
+    std::uint64_t broker_tag = 0;
+    bool ack = true;
+    bool requeue = false;
+  };
+  using command = std::variant<consume_command, cancel_command, settle_command>;
+
+  struct outstanding {
+    std::uint64_t incarnation = 0;
+    amqp_channel_t channel = 0;
+    std::uint64_t broker_tag = 0;
+  };
+
+  // One consumed (or once consumed) queue, on the I/O thread.
+  struct link {
+    std::size_t max_unacked = 0;
+    std::shared_ptr<const delivery_handler> handler; // null: not wanted (never, or cancelled)
+    amqp_channel_t channel = 0;                      // 0: none open on this session
+    std::uint64_t incarnation = 0;
+    std::string consumer_tag;
+    bool consuming = false;                          // basic.consume active on `channel`
+    clock::time_point retry_at{};                    // when to re-consume after a failure
+    std::chrono::milliseconds retry_delay{0};
+  };
+
+  // All below run on the I/O thread only.
+  void run(std::promise<result<void>> first);
+  bool connect_now();
+  void lose_session();
+  void handle(consume_command& c);
+  void handle(cancel_command& c);
+  void handle(settle_command& c);
+  // basic.consume for `queue` on its channel (opened if needed). Empty: success.
+  amqp_status establish(const std::string& queue, link& l);
+  void drop_channel(link& l);
+  void schedule_retry(const std::string& queue, link& l, const std::string& why);
+  void recover_links(clock::time_point now);
+  void read_frames();
+  void on_delivery(const amqp_frame_t& frame);
+  void on_broker_cancel(const amqp_frame_t& frame);
+  link* link_of_channel(amqp_channel_t ch);
+  void reject_now(amqp_channel_t ch, std::uint64_t broker_tag);
+  void fail_waiting(clock::time_point now);
+  std::chrono::milliseconds idle_wait(clock::time_point now) const;
+  void forget_consumed(const std::string& queue);
+
+  const rabbitmq_settings settings_;
+  const std::shared_ptr<topology_record> record_;
+  const std::shared_ptr<const rabbitmq_logger> log_;
+  wakeup wake_;
+  std::thread thread_;
+
+  mutable std::mutex mutex_;
+  std::deque<command> commands_;                           // guarded
+  std::unordered_map<std::uint64_t, outstanding> outstanding_; // guarded
+  std::unordered_set<std::uint64_t> live_incarnations_;    // guarded
+  std::set<std::string> consumed_;                         // guarded: queues with a consumer
+  bool stopping_ = false;                                  // guarded
+  std::uint64_t reconnects_ = 0;                           // guarded
+
+  // I/O thread state.
+  std::unique_ptr<amqp_session> session_;
+  std::map<std::string, link> links_;
+  std::deque<consume_command> waiting_; // consumes waiting for a connection
+  std::uint64_t next_tag_ = 1;
+  std::uint64_t next_incarnation_ = 1;
+  backoff backoff_;
+  clock::time_point next_attempt_{};
+  std::string last_failure_;
+  bool ever_connected_ = false;
+  std::mt19937_64 random_{std::random_device{}()};
+};
+
+} // namespace bus::detail

@@ -1,0 +1,142 @@
+// The publishing side of the transport: one connection, owned by one I/O
+// thread, with publisher confirms on channel 1 and declarations on a second
+// channel (a failed declaration closes its channel, and must not take the
+// unconfirmed publishes with it).
+//
+// Any thread may call the public members; each hands a request to the I/O
+// thread and waits for its outcome, which comes within the settings'
+// operation_timeout: a publish succeeds only once the broker confirmed it
+// (persisted it, for a durable queue). Requests from many threads are
+// pipelined: they share round trips to the broker instead of queueing
+// behind each other's confirms.
+//
+// After a connection loss the thread reconnects with backoff, declares the
+// recorded topology again, and republishes what was not confirmed (at least
+// once: the broker may have taken it before the connection died).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "amqp_message.hpp"
+#include "amqp_session.hpp"
+#include "backoff.hpp"
+#include "delay_levels.hpp"
+#include "log.hpp"
+#include "topology.hpp"
+#include "wakeup.hpp"
+
+namespace bus::detail {
+
+class publisher {
+public:
+  publisher(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
+            std::shared_ptr<const rabbitmq_logger> log);
+  // Stops the thread; calls still waiting fail with errc::transport_failure.
+  ~publisher();
+  publisher(const publisher&) = delete;
+  publisher& operator=(const publisher&) = delete;
+
+  // Starts the I/O thread and waits for its first connection, so that a
+  // wrong password or an unreachable broker is reported here.
+  [[nodiscard]] result<void> start();
+
+  // To `queue` through the default exchange, mandatory: errc::unknown_queue
+  // when the broker returns it because no such queue exists.
+  [[nodiscard]] result<void> send(const std::string& queue, outgoing_message msg);
+  // To the fanout exchange of `type`, declared first (so that a type
+  // nobody subscribed to is no error).
+  [[nodiscard]] result<void> publish(const std::string& type, outgoing_message msg);
+  // Into the delay levels for `units` units, then to `queue`. Declares the
+  // levels and binds `queue` first (errc::unknown_queue if it does not
+  // exist): a message whose queue has no binding would be dropped at the
+  // last level.
+  [[nodiscard]] result<void> send_delayed(const std::string& queue, std::uint64_t units,
+                                          outgoing_message msg);
+
+  [[nodiscard]] result<void> declare_queue(const std::string& queue);
+  [[nodiscard]] result<void> subscribe(const std::string& queue, const std::string& type);
+  [[nodiscard]] result<std::uint32_t> message_count(const std::string& queue);
+
+  [[nodiscard]] std::uint64_t reconnects() const noexcept;
+
+private:
+  using clock = std::chrono::steady_clock;
+
+  enum class kind { publish, declare_queue, subscribe, inspect };
+
+  struct request {
+    kind what = kind::publish;
+    std::string queue;         // declare, subscribe, inspect; the destination of a send
+    std::string type;          // subscribe; publish: the exchange to declare first
+    std::string exchange;      // publish
+    std::string routing_key;   // publish
+    bool mandatory = false;    // publish: a send, whose return means "no such queue"
+    bool delayed = false;      // publish through the delay levels
+    std::optional<outgoing_message> message;
+    clock::time_point deadline;
+    std::optional<std::string> returned; // why the broker returned it (basic.return)
+    std::promise<result<std::uint32_t>> done;
+  };
+  using request_ptr = std::shared_ptr<request>;
+
+  result<std::uint32_t> submit(request_ptr r);
+  void finish(const request_ptr& r, result<std::uint32_t> outcome);
+
+  // All below run on the I/O thread only.
+  void run(std::promise<result<void>> first);
+  bool connect_now();
+  void lose_session();
+  void execute(const request_ptr& r);
+  bool prepare_publish(const request_ptr& r);
+  // Runs `declare` on the declaration channel, reopening it if a failed
+  // declaration closed it. Empty: success.
+  template <class Declare>
+  amqp_status declare(Declare&& declare);
+  void replay_topology();
+  void read_frames();
+  void on_confirm(std::uint64_t tag, bool multiple, bool ack);
+  void on_return(const amqp_frame_t& frame);
+  void expire(clock::time_point now);
+  std::chrono::milliseconds idle_wait(clock::time_point now) const;
+
+  const rabbitmq_settings settings_;
+  const delay_levels levels_;
+  const std::shared_ptr<topology_record> record_;
+  const std::shared_ptr<const rabbitmq_logger> log_;
+  wakeup wake_;
+  std::thread thread_;
+
+  mutable std::mutex mutex_;
+  std::deque<request_ptr> incoming_; // guarded
+  bool stopping_ = false;            // guarded
+  std::uint64_t reconnects_ = 0;     // guarded
+
+  // I/O thread state.
+  std::unique_ptr<amqp_session> session_;
+  amqp_channel_t publish_channel_ = 0;
+  amqp_channel_t declare_channel_ = 0;
+  bool declare_channel_open_ = false;
+  std::uint64_t next_seq_ = 1;
+  std::map<std::uint64_t, request_ptr> in_flight_; // by publish sequence number
+  std::deque<request_ptr> backlog_;                // waiting for (a) session
+  std::set<std::string> exchanges_declared_;       // on this session
+  bool levels_declared_ = false;                   // on this session
+  std::set<std::string> delay_bound_;              // on this session
+  backoff backoff_;
+  clock::time_point next_attempt_{};
+  std::string last_failure_;
+  bool ever_connected_ = false;
+};
+
+} // namespace bus::detail

@@ -1,0 +1,163 @@
+#include "topology.hpp"
+
+#include <vector>
+
+namespace bus::detail {
+
+namespace {
+
+amqp_bytes_t bytes_of(const std::string& s) {
+  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
+}
+
+// Queue arguments; the strings they point at must outlive the declare.
+class arguments {
+public:
+  void add(const char* key, const char* value) {
+    amqp_table_entry_t e{};
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = amqp_cstring_bytes(value);
+    entries_.push_back(e);
+  }
+  void add(const char* key, const std::string& value) {
+    amqp_table_entry_t e{};
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = bytes_of(value);
+    entries_.push_back(e);
+  }
+  // Signed kinds only: RabbitMQ reads 'l' (I64) everywhere it wants a number.
+  void add(const char* key, std::int64_t value) {
+    amqp_table_entry_t e{};
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_I64;
+    e.value.value.i64 = value;
+    entries_.push_back(e);
+  }
+  amqp_table_t table() {
+    return amqp_table_t{static_cast<int>(entries_.size()), entries_.empty() ? nullptr : entries_.data()};
+  }
+
+private:
+  std::vector<amqp_table_entry_t> entries_;
+};
+
+amqp_status declare_exchange(amqp_session& s, amqp_channel_t ch, const std::string& name,
+                             const char* kind) {
+  amqp_exchange_declare(s.raw(), ch, bytes_of(name), amqp_cstring_bytes(kind), /*passive=*/0,
+                        /*durable=*/1, /*auto_delete=*/0, /*internal=*/0, amqp_empty_table);
+  return s.rpc_status(ch);
+}
+
+} // namespace
+
+void topology_record::add_queue(const std::string& q) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  data_.queues.insert(q);
+}
+
+void topology_record::add_subscription(const std::string& q, const std::string& type) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  data_.subscriptions.emplace(q, type);
+}
+
+void topology_record::add_delay_levels() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  data_.delay_levels = true;
+}
+
+void topology_record::add_delay_destination(const std::string& q) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  data_.delay_destinations.insert(q);
+}
+
+bool topology_record::has_queue(const std::string& q) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return data_.queues.count(q) != 0;
+}
+
+topology_record::snapshot topology_record::copy() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return data_;
+}
+
+amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                                   rabbitmq_queue_type type) {
+  arguments args;
+  // A classic queue is declared without x-queue-type, as every other client
+  // does, so that it stays equivalent to queues they declared.
+  if (type == rabbitmq_queue_type::quorum)
+    args.add("x-queue-type", "quorum");
+  amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/0, /*durable=*/1, /*exclusive=*/0,
+                     /*auto_delete=*/0, args.table());
+  return s.rpc_status(ch);
+}
+
+amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                          std::uint32_t& message_count) {
+  auto* ok = amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/1, 0, 0, 0,
+                                amqp_empty_table);
+  if (auto failed = s.rpc_status(ch))
+    return failed;
+  message_count = ok ? ok->message_count : 0;
+  return std::nullopt;
+}
+
+amqp_status declare_type_exchange(amqp_session& s, amqp_channel_t ch, const std::string& type) {
+  return declare_exchange(s, ch, type, "fanout");
+}
+
+amqp_status bind_subscription(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                              const std::string& type) {
+  if (auto failed = declare_type_exchange(s, ch, type))
+    return failed;
+  amqp_queue_bind(s.raw(), ch, bytes_of(queue), bytes_of(type), amqp_empty_bytes, amqp_empty_table);
+  return s.rpc_status(ch);
+}
+
+amqp_status declare_delay_levels(amqp_session& s, amqp_channel_t ch, const delay_levels& levels) {
+  if (auto failed = declare_exchange(s, ch, levels.delivery_exchange(), "topic"))
+    return failed;
+  for (unsigned k = 0; k < levels.count(); ++k)
+    if (auto failed = declare_exchange(s, ch, levels.level_name(k), "topic"))
+      return failed;
+  for (unsigned k = 0; k < levels.count(); ++k) {
+    auto name = levels.level_name(k);
+    auto next = levels.next_exchange(k);
+    // Quorum, with at-least-once dead-lettering: a message moves to the
+    // next level only once that level has it, so a broker crash between two
+    // levels loses nothing (classic queues dead-letter at most once).
+    // At-least-once needs reject-publish overflow, else the broker silently
+    // falls back to at-most-once.
+    arguments args;
+    args.add("x-queue-type", "quorum");
+    args.add("x-message-ttl", levels.level_ttl_ms(k));
+    args.add("x-dead-letter-exchange", next);
+    args.add("x-dead-letter-strategy", "at-least-once");
+    args.add("x-overflow", "reject-publish");
+    amqp_queue_declare(s.raw(), ch, bytes_of(name), 0, /*durable=*/1, 0, 0, args.table());
+    if (auto failed = s.rpc_status(ch))
+      return failed;
+    auto park = levels.bit_binding(k, true);
+    amqp_queue_bind(s.raw(), ch, bytes_of(name), bytes_of(name), bytes_of(park), amqp_empty_table);
+    if (auto failed = s.rpc_status(ch))
+      return failed;
+    auto pass = levels.bit_binding(k, false);
+    amqp_exchange_bind(s.raw(), ch, /*destination=*/bytes_of(next), /*source=*/bytes_of(name),
+                       bytes_of(pass), amqp_empty_table);
+    if (auto failed = s.rpc_status(ch))
+      return failed;
+  }
+  return std::nullopt;
+}
+
+amqp_status bind_delay_destination(amqp_session& s, amqp_channel_t ch, const delay_levels& levels,
+                                   const std::string& queue) {
+  auto key = levels.destination_binding(queue);
+  auto exchange = levels.delivery_exchange();
+  amqp_queue_bind(s.raw(), ch, bytes_of(queue), bytes_of(exchange), bytes_of(key), amqp_empty_table);
+  return s.rpc_status(ch);
+}
+
+} // namespace bus::detail

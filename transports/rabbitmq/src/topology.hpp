@@ -1,0 +1,60 @@
+// The broker objects the transport declares, how it declares them, and the
+// record of what it declared so that a new connection (after a broker
+// restart that lost them, say) declares all of it again.
+//
+//   endpoint queue   durable, quorum or classic (settings.queue_type)
+//   message type T   a durable fanout exchange named T; subscribe(q, T) binds q to it
+//   delay levels     see delay_levels.hpp; declared at the first send_delayed
+//
+// Every declaration is idempotent; one with arguments that differ from an
+// existing object fails with 406 and closes the channel it was made on.
+#pragma once
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "amqp_session.hpp"
+#include "bus/rabbitmq_settings.hpp"
+#include "delay_levels.hpp"
+
+namespace bus::detail {
+
+// Thread-safe: the facade adds to it, both I/O threads read snapshots.
+class topology_record {
+public:
+  struct snapshot {
+    std::set<std::string> queues;
+    std::set<std::pair<std::string, std::string>> subscriptions; // (queue, type)
+    bool delay_levels = false;
+    std::set<std::string> delay_destinations; // queues bound to the delivery exchange
+  };
+
+  void add_queue(const std::string& q);
+  void add_subscription(const std::string& q, const std::string& type);
+  void add_delay_levels();
+  void add_delay_destination(const std::string& q);
+  [[nodiscard]] bool has_queue(const std::string& q) const;
+  [[nodiscard]] snapshot copy() const;
+
+private:
+  mutable std::mutex mutex_;
+  snapshot data_;
+};
+
+// Each declaration runs RPCs on `ch` of `s`; a failure says whether it took
+// the channel or the connection with it.
+amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                                   rabbitmq_queue_type type);
+// Passive: fails with 404 if `queue` does not exist; else its ready count.
+amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                          std::uint32_t& message_count);
+amqp_status declare_type_exchange(amqp_session& s, amqp_channel_t ch, const std::string& type);
+amqp_status bind_subscription(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                              const std::string& type);
+amqp_status declare_delay_levels(amqp_session& s, amqp_channel_t ch, const delay_levels& levels);
+amqp_status bind_delay_destination(amqp_session& s, amqp_channel_t ch, const delay_levels& levels,
+                                   const std::string& queue);
+
+} // namespace bus::detail
