@@ -1,0 +1,85 @@
+// The RabbitMQ transport: the bus on a broker, so that several processes
+// compete for an endpoint's queue and delayed redeliveries outlive the
+// process that scheduled them. Built on rabbitmq-c; docs/rabbitmq.md says
+// how the bus maps onto queues, exchanges and delay levels.
+//
+// Thread-safe: any thread may call any member. Two connections, each owned
+// by its own I/O thread: one publishes (with publisher confirms) and
+// declares, one consumes. Delivery handlers run on the consuming thread;
+// ack and reject are handed to it. Both reconnect on their own, with
+// backoff, after a connection loss or a broker restart.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "bus/rabbitmq_settings.hpp"
+#include "bus/transport.hpp"
+
+namespace bus {
+
+// Set on an envelope built from a message that was not a valid bus message
+// (no bus headers, a malformed one): what from_wire found wrong with it.
+inline constexpr std::string_view rabbitmq_wire_error_header = "bus-wire-error";
+
+class rabbitmq_transport final : public transport {
+public:
+  // Validates the settings and opens both connections before it returns:
+  // a wrong password, an unreachable broker or a refused certificate is an
+  // errc::transport_failure here, within the connect timeout, never a hang.
+  // Bad settings are errc::invalid_configuration. The password appears in
+  // no message.
+  [[nodiscard]] static result<std::shared_ptr<rabbitmq_transport>> connect(rabbitmq_settings settings);
+
+  // Closes both connections: RabbitMQ requeues every delivery not settled,
+  // and calls still waiting fail. Must not run inside a delivery handler.
+  ~rabbitmq_transport() override;
+
+  [[nodiscard]] std::string_view name() const noexcept override { return "rabbitmq"; }
+  // durable and delayed_delivery always; native_delivery_count for quorum
+  // queues (x-delivery-count). The bus keeps its own count
+  // (bus-delivery-count) on every queue type regardless.
+  [[nodiscard]] transport_capabilities capabilities() const noexcept override;
+
+  // A durable queue of the settings' queue type. errc::invalid_configuration
+  // if it exists with other arguments (another queue type, say).
+  result<void> declare_queue(const std::string& queue) override;
+  // Binds `queue` to the fanout exchange of `message_type`.
+  result<void> subscribe(const std::string& queue, const std::string& message_type) override;
+  // Prefetch = max_unacked (at most 65535), manual acknowledgement.
+  result<void> consume(const std::string& queue, std::size_t max_unacked,
+                       delivery_handler on_delivery) override;
+  void cancel(const std::string& queue) override;
+  // Returns once the broker confirmed the message (persistent: it is on
+  // disk); errc::unknown_queue if no such queue exists.
+  result<void> send(const std::string& queue, envelope msg) override;
+  // Through the delay levels; confirmed like send. A delay is rounded up
+  // to whole delay units; errc::invalid_configuration past the longest one
+  // the levels hold.
+  result<void> send_delayed(const std::string& queue, envelope msg, duration delay) override;
+  result<void> publish(envelope msg) override;
+  // Hand the settlement to the consuming connection and return. An error if
+  // the tag is not outstanding, or if its channel died since it was
+  // delivered: that message comes again, and an ack sent on another
+  // channel would settle a different one.
+  result<void> ack(std::uint64_t tag) override;
+  result<void> reject(std::uint64_t tag, bool requeue) override;
+
+  // Inspection, for tests and operators.
+
+  // Messages ready on `queue` (not counting delivered, unsettled ones).
+  [[nodiscard]] result<std::size_t> message_count(const std::string& queue);
+  // How often the two connections came back after a loss, together.
+  [[nodiscard]] std::uint64_t reconnects() const noexcept;
+  // The broker's URL without the password.
+  [[nodiscard]] std::string describe() const;
+
+private:
+  struct impl;
+  explicit rabbitmq_transport(std::unique_ptr<impl> state);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace bus

@@ -1,0 +1,506 @@
+#include "consumer.hpp"
+
+#include <amqp_framing.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "amqp_message.hpp"
+
+namespace bus::detail {
+
+namespace {
+
+std::string text_of(amqp_bytes_t b) {
+  return std::string(static_cast<const char*>(b.bytes), b.len);
+}
+
+amqp_bytes_t bytes_of(const std::string& s) {
+  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
+}
+
+} // namespace
+
+consumer_pump::consumer_pump(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
+                             std::shared_ptr<const rabbitmq_logger> log)
+  : settings_(std::move(settings)), record_(std::move(record)), log_(std::move(log)),
+    backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
+
+consumer_pump::~consumer_pump() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+result<void> consumer_pump::start() {
+  std::promise<result<void>> first;
+  auto connected = first.get_future();
+  thread_ = std::thread([this, p = std::move(first)]() mutable { run(std::move(p)); });
+  return connected.get();
+}
+
+std::uint64_t consumer_pump::reconnects() const noexcept {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return reconnects_;
+}
+
+result<void> consumer_pump::consume(const std::string& queue, std::size_t max_unacked,
+                                    delivery_handler on_delivery) {
+  if (queue.empty())
+    return error{errc::invalid_configuration, "consuming needs a queue name"};
+  if (max_unacked == 0)
+    return error{errc::invalid_configuration,
+                 "consuming '" + queue + "' needs at least one unacknowledged delivery"};
+  if (!on_delivery)
+    return error{errc::invalid_configuration, "consuming '" + queue + "' needs a handler"};
+  consume_command c;
+  c.queue = queue;
+  c.max_unacked = max_unacked;
+  c.handler = std::make_shared<const delivery_handler>(std::move(on_delivery));
+  c.deadline = clock::now() + settings_.operation_timeout;
+  c.done = std::make_shared<std::promise<result<void>>>();
+  auto outcome = c.done->get_future();
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopping_)
+      return error{errc::transport_failure, "the RabbitMQ transport is closing"};
+    if (!consumed_.insert(queue).second)
+      return error{errc::duplicate, "queue '" + queue + "' already has a consumer"};
+    commands_.push_back(std::move(c));
+  }
+  wake_.notify();
+  return outcome.get();
+}
+
+void consumer_pump::cancel(const std::string& queue) {
+  cancel_command c{queue, std::make_shared<std::promise<void>>()};
+  auto done = c.done->get_future();
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    // From a handler, against the contract; done inline rather than deadlocked.
+    handle(c);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopping_)
+      return;
+    commands_.push_back(std::move(c));
+  }
+  wake_.notify();
+  done.wait();
+}
+
+result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto it = outstanding_.find(tag);
+    if (it == outstanding_.end())
+      return error{errc::transport_failure,
+                   "delivery " + std::to_string(tag) + " is not outstanding (settled twice?)"};
+    auto o = it->second;
+    outstanding_.erase(it);
+    if (live_incarnations_.count(o.incarnation) == 0)
+      return error{errc::transport_failure,
+                   "delivery " + std::to_string(tag)
+                     + " came over a channel that has closed since (connection lost?); "
+                       "RabbitMQ delivers the message again, so this "
+                     + (ack ? "acknowledgement" : "rejection") + " was not sent"};
+    if (stopping_)
+      return error{errc::transport_failure, "the RabbitMQ transport is closing"};
+    commands_.push_back(settle_command{o.incarnation, o.channel, o.broker_tag, ack, requeue});
+  }
+  wake_.notify();
+  return {};
+}
+
+// ---- the I/O thread ------------------------------------------------------
+
+void consumer_pump::run(std::promise<result<void>> first) {
+  if (!connect_now()) {
+    first.set_value(error{errc::transport_failure, last_failure_});
+    return;
+  }
+  first.set_value(result<void>{});
+  for (;;) {
+    wake_.clear();
+    std::deque<command> batch;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (stopping_)
+        break;
+      batch.swap(commands_);
+    }
+    if (session_ && !session_->alive())
+      lose_session();
+    // In arrival order: an ack queued before a consume is sent before it.
+    for (auto& c : batch)
+      std::visit([this](auto& cmd) { handle(cmd); }, c);
+    if (session_ && !session_->alive())
+      lose_session();
+    auto now = clock::now();
+    if (!session_ && now >= next_attempt_ && !connect_now())
+      next_attempt_ = clock::now() + backoff_.next();
+    if (session_ && session_->alive()) {
+      while (session_->alive() && !waiting_.empty()) {
+        auto c = std::move(waiting_.front());
+        waiting_.pop_front();
+        handle(c);
+      }
+      recover_links(now);
+      read_frames();
+    }
+    now = clock::now();
+    fail_waiting(now);
+    if (session_ && !session_->alive())
+      continue;
+    wait_readable(session_ ? session_->fd() : -1, wake_.fd(), idle_wait(now));
+    if (session_)
+      amqp_maybe_release_buffers(session_->raw());
+  }
+  // Stopping. Closing the connection (session_.reset) makes the broker
+  // requeue every unsettled delivery; nobody may settle them any more.
+  for (auto& c : waiting_)
+    c.done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
+  waiting_.clear();
+  std::deque<command> left;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    left.swap(commands_);
+    outstanding_.clear();
+    live_incarnations_.clear();
+  }
+  for (auto& c : left) {
+    if (auto* consume = std::get_if<consume_command>(&c))
+      consume->done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
+    else if (auto* cancel = std::get_if<cancel_command>(&c))
+      cancel->done->set_value();
+  }
+  links_.clear();
+  session_.reset();
+}
+
+bool consumer_pump::connect_now() {
+  auto opened = amqp_session::open(settings_, "consumer");
+  if (!opened) {
+    if (ever_connected_ && opened.error().message != last_failure_)
+      log_->warn("consuming connection: " + opened.error().message + "; retrying");
+    last_failure_ = opened.error().message;
+    return false;
+  }
+  session_ = std::move(*opened);
+  backoff_.reset();
+  if (ever_connected_) {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      ++reconnects_;
+    }
+    log_->info("consuming connection to " + settings_.describe() + " is back; consuming "
+               + std::to_string(std::count_if(links_.begin(), links_.end(),
+                                              [](const auto& kv) { return kv.second.handler != nullptr; }))
+               + " queues again");
+  }
+  ever_connected_ = true;
+  return true;
+}
+
+void consumer_pump::lose_session() {
+  auto why = describe(session_->death());
+  last_failure_ = "RabbitMQ at " + settings_.describe() + ": connection lost (" + why + ")";
+  log_->warn("consuming connection to " + settings_.describe() + " lost (" + why
+             + "); RabbitMQ requeues the deliveries it had not settled");
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    live_incarnations_.clear();
+  }
+  for (auto& [queue, l] : links_) {
+    l.channel = 0;
+    l.consuming = false;
+    l.retry_at = {};
+    l.retry_delay = std::chrono::milliseconds(0);
+  }
+  session_.reset();
+  next_attempt_ = clock::now() + backoff_.next();
+}
+
+void consumer_pump::forget_consumed(const std::string& queue) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  consumed_.erase(queue);
+}
+
+void consumer_pump::handle(consume_command& c) {
+  if (!session_ || !session_->alive()) {
+    waiting_.push_back(std::move(c)); // until a connection, or the deadline
+    return;
+  }
+  auto& l = links_[c.queue];
+  l.max_unacked = c.max_unacked;
+  auto failed = establish(c.queue, l);
+  if (!failed) {
+    l.handler = c.handler;
+    c.done->set_value(result<void>{});
+    return;
+  }
+  if (failed->scope == failure_scope::connection) {
+    waiting_.push_back(std::move(c)); // again on the next connection
+    return;
+  }
+  forget_consumed(c.queue);
+  c.done->set_value(to_error(*failed, "consuming queue '" + c.queue + "'"));
+}
+
+void consumer_pump::handle(cancel_command& c) {
+  // A consume still waiting for a connection is over before it began.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->queue != c.queue) {
+      ++it;
+      continue;
+    }
+    it->done->set_value(error{errc::transport_failure,
+                              "consuming '" + c.queue + "' was cancelled before it began"});
+    it = waiting_.erase(it);
+  }
+  auto it = links_.find(c.queue);
+  if (it != links_.end()) {
+    auto& l = it->second;
+    // From here on no delivery reaches the handler: one that the broker
+    // sent before the cancel is rejected back to the queue.
+    l.handler = nullptr;
+    if (l.consuming && session_ && session_->alive()) {
+      amqp_basic_cancel(session_->raw(), l.channel, bytes_of(l.consumer_tag));
+      if (auto failed = session_->rpc_status(l.channel); failed && failed->scope == failure_scope::channel)
+        drop_channel(l);
+    }
+    // The channel stays open: deliveries made on it can still be settled.
+    l.consuming = false;
+  }
+  forget_consumed(c.queue);
+  c.done->set_value();
+}
+
+void consumer_pump::handle(settle_command& c) {
+  if (!session_ || !session_->alive())
+    return; // the connection died: the broker requeued the delivery
+  auto* l = link_of_channel(c.channel);
+  if (!l || l->incarnation != c.incarnation)
+    return; // the channel died: never send its tag on another one
+  int status = c.ack ? amqp_basic_ack(session_->raw(), c.channel, c.broker_tag, /*multiple=*/0)
+                     : amqp_basic_reject(session_->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0);
+  (void)session_->call_status(status);
+}
+
+amqp_status consumer_pump::establish(const std::string& queue, link& l) {
+  auto& s = *session_;
+  if (l.channel == 0) {
+    auto ch = s.new_channel_number();
+    if (ch == 0)
+      return s.kill("ran out of channel numbers");
+    if (auto failed = s.open_channel(ch))
+      return failed;
+    l.channel = ch;
+    l.incarnation = next_incarnation_++;
+    std::lock_guard<std::mutex> guard(mutex_);
+    live_incarnations_.insert(l.incarnation);
+  }
+  // The transport's own queues are declared again, so that a broker that
+  // lost them (a new node, a deleted queue) gets them back.
+  if (record_->has_queue(queue))
+    if (auto failed = declare_endpoint_queue(s, l.channel, queue, settings_.queue_type)) {
+      if (failed->scope == failure_scope::channel)
+        drop_channel(l);
+      return failed;
+    }
+  // Per-consumer prefetch (global=0): max_unacked of this queue only.
+  auto prefetch = static_cast<std::uint16_t>(
+    std::min<std::size_t>(l.max_unacked, std::numeric_limits<std::uint16_t>::max()));
+  amqp_basic_qos(s.raw(), l.channel, 0, prefetch, /*global=*/0);
+  if (auto failed = s.rpc_status(l.channel)) {
+    if (failed->scope == failure_scope::channel)
+      drop_channel(l);
+    return failed;
+  }
+  auto* ok = amqp_basic_consume(s.raw(), l.channel, bytes_of(queue), amqp_empty_bytes,
+                                /*no_local=*/0, /*no_ack=*/0, /*exclusive=*/0, amqp_empty_table);
+  if (auto failed = s.rpc_status(l.channel)) {
+    if (failed->scope == failure_scope::channel)
+      drop_channel(l);
+    return failed;
+  }
+  l.consumer_tag = text_of(ok->consumer_tag);
+  l.consuming = true;
+  l.retry_delay = std::chrono::milliseconds(0);
+  return std::nullopt;
+}
+
+void consumer_pump::drop_channel(link& l) {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    live_incarnations_.erase(l.incarnation);
+  }
+  l.channel = 0;
+  l.consuming = false;
+}
+
+void consumer_pump::schedule_retry(const std::string& queue, link& l, const std::string& why) {
+  l.retry_delay = l.retry_delay.count() == 0
+                    ? settings_.reconnect_delay_min
+                    : std::min(settings_.reconnect_delay_max, l.retry_delay * 2);
+  l.retry_at = clock::now() + l.retry_delay;
+  log_->warn("consumer of queue '" + queue + "' stopped (" + why + "); consuming again in "
+             + std::to_string(l.retry_delay.count()) + " ms");
+}
+
+void consumer_pump::recover_links(clock::time_point now) {
+  for (auto& [queue, l] : links_) {
+    if (!session_->alive())
+      return;
+    if (!l.handler || l.consuming || l.retry_at > now)
+      continue;
+    if (auto failed = establish(queue, l); failed && failed->scope == failure_scope::channel)
+      schedule_retry(queue, l, describe(*failed));
+  }
+}
+
+consumer_pump::link* consumer_pump::link_of_channel(amqp_channel_t ch) {
+  for (auto& [queue, l] : links_)
+    if (l.channel == ch)
+      return &l;
+  return nullptr;
+}
+
+void consumer_pump::reject_now(amqp_channel_t ch, std::uint64_t broker_tag) {
+  (void)session_->call_status(amqp_basic_reject(session_->raw(), ch, broker_tag, /*requeue=*/1));
+}
+
+void consumer_pump::read_frames() {
+  amqp_frame_t frame;
+  while (session_->alive() && session_->poll_frame(frame)) {
+    if (frame.frame_type != AMQP_FRAME_METHOD)
+      continue;
+    switch (frame.payload.method.id) {
+      case AMQP_BASIC_DELIVER_METHOD:
+        on_delivery(frame);
+        break;
+      case AMQP_BASIC_CANCEL_METHOD:
+        on_broker_cancel(frame);
+        break;
+      case AMQP_CHANNEL_CLOSE_METHOD: {
+        auto failure = session_->channel_closed_by_broker(frame);
+        for (auto& [queue, l] : links_) {
+          if (l.channel != frame.channel)
+            continue;
+          drop_channel(l);
+          if (l.handler)
+            schedule_retry(queue, l, "RabbitMQ closed its channel: " + describe(failure));
+        }
+        break;
+      }
+      case AMQP_CONNECTION_CLOSE_METHOD:
+        session_->connection_closed_by_broker(frame);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void consumer_pump::on_delivery(const amqp_frame_t& frame) {
+  auto* d = static_cast<amqp_basic_deliver_t*>(frame.payload.method.decoded);
+  auto ch = frame.channel;
+  auto broker_tag = d->delivery_tag;
+  bool redelivered = d->redelivered != 0;
+  auto consumer_tag = text_of(d->consumer_tag);
+  amqp_message_t content;
+  if (session_->read_content(ch, content))
+    return;
+  // The envelope owns its bytes: copied out, and rabbitmq-c's freed at once.
+  auto env = std::make_shared<const envelope>(
+    envelope_from_amqp(content.properties, content.body, random_(), random_()));
+  amqp_destroy_message(&content);
+
+  std::string queue;
+  link* l = nullptr;
+  for (auto& [name, candidate] : links_)
+    if (candidate.channel == ch) {
+      queue = name;
+      l = &candidate;
+    }
+  if (!l || !l->handler || !l->consuming || l->consumer_tag != consumer_tag) {
+    reject_now(ch, broker_tag); // sent before a cancel took effect: back to the queue
+    return;
+  }
+  auto tag = next_tag_++;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    outstanding_.emplace(tag, outstanding{l->incarnation, ch, broker_tag});
+  }
+  auto handler = l->handler; // the handler may not cancel, but keep it alive regardless
+  try {
+    (*handler)(delivery{tag, queue, std::move(env), redelivered});
+  } catch (...) {
+    // The contract says handlers do not throw; if one does, the message is
+    // not lost: it goes back to the queue.
+    log_->error("the delivery handler of queue '" + queue
+                + "' threw; the message goes back to the queue");
+    bool still_ours = false;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      still_ours = outstanding_.erase(tag) != 0;
+    }
+    if (still_ours && session_->alive())
+      reject_now(ch, broker_tag);
+  }
+}
+
+void consumer_pump::on_broker_cancel(const amqp_frame_t& frame) {
+  auto* c = static_cast<amqp_basic_cancel_t*>(frame.payload.method.decoded);
+  auto tag = text_of(c->consumer_tag);
+  for (auto& [queue, l] : links_) {
+    if (!l.consuming || l.consumer_tag != tag)
+      continue;
+    l.consuming = false;
+    if (l.handler)
+      schedule_retry(queue, l, "RabbitMQ cancelled it: was the queue deleted?");
+  }
+}
+
+void consumer_pump::fail_waiting(clock::time_point now) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->deadline > now) {
+      ++it;
+      continue;
+    }
+    forget_consumed(it->queue);
+    it->done->set_value(error{errc::transport_failure,
+                              "cannot consume '" + it->queue + "': no connection to RabbitMQ for "
+                                + std::to_string(settings_.operation_timeout.count())
+                                + " ms: " + last_failure_});
+    it = waiting_.erase(it);
+  }
+}
+
+std::chrono::milliseconds consumer_pump::idle_wait(clock::time_point now) const {
+  // Heartbeats are serviced only inside rabbitmq-c calls: come back well
+  // within a heartbeat interval even when nothing happens.
+  std::chrono::milliseconds wait = std::chrono::seconds(1);
+  if (settings_.heartbeat.count() > 0)
+    wait = std::min<std::chrono::milliseconds>(wait, settings_.heartbeat / 4);
+  auto until = [&](clock::time_point t) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - now)
+                + std::chrono::milliseconds(1);
+    wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
+  };
+  if (!session_)
+    until(next_attempt_);
+  for (const auto& c : waiting_)
+    until(c.deadline);
+  for (const auto& [queue, l] : links_)
+    if (l.handler && !l.consuming && session_)
+      until(l.retry_at);
+  return wait;
+}
+
+} // namespace bus::detail

@@ -1,0 +1,186 @@
+#include "bus/rabbitmq_transport.hpp"
+
+#include <exception>
+
+#include "consumer.hpp"
+#include "delay_levels.hpp"
+#include "log.hpp"
+#include "publisher.hpp"
+#include "topology.hpp"
+
+namespace bus {
+
+namespace {
+
+// AMQP names (queues, exchanges, routing keys) are short strings.
+constexpr std::size_t max_name = 255;
+
+result<void> check_name(const std::string& name, const char* what) {
+  if (name.empty())
+    return error{errc::invalid_configuration, std::string("a ") + what + " needs a non-empty name"};
+  if (name.size() > max_name)
+    return error{errc::invalid_configuration, std::string("the ") + what + " name '"
+                                                + name.substr(0, 40) + "...' is longer than "
+                                                + std::to_string(max_name) + " bytes"};
+  return {};
+}
+
+} // namespace
+
+struct rabbitmq_transport::impl {
+  explicit impl(rabbitmq_settings s)
+    : settings(std::move(s)), levels(settings.delay_levels, settings.delay_unit),
+      log(std::make_shared<const detail::rabbitmq_logger>(settings.log)),
+      record(std::make_shared<detail::topology_record>()),
+      publishing(settings, record, log), consuming(settings, record, log) {}
+
+  const rabbitmq_settings settings;
+  const detail::delay_levels levels;
+  std::shared_ptr<const detail::rabbitmq_logger> log;
+  std::shared_ptr<detail::topology_record> record;
+  // Declared last, destroyed first: the consumer stops delivering before
+  // anything else goes away.
+  detail::publisher publishing;
+  detail::consumer_pump consuming;
+};
+
+result<std::shared_ptr<rabbitmq_transport>> rabbitmq_transport::connect(rabbitmq_settings settings) {
+  if (auto valid = settings.validate(); !valid)
+    return valid.error();
+  try {
+    auto state = std::make_unique<impl>(std::move(settings));
+    if (auto up = state->publishing.start(); !up)
+      return up.error();
+    if (auto up = state->consuming.start(); !up)
+      return up.error();
+    state->log->info("connected to " + state->settings.describe());
+    return std::shared_ptr<rabbitmq_transport>(new rabbitmq_transport(std::move(state)));
+  } catch (const std::exception& e) { // thread or eventfd creation
+    return error{errc::transport_failure, std::string("cannot start the RabbitMQ transport: ") + e.what()};
+  }
+}
+
+rabbitmq_transport::rabbitmq_transport(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
+
+rabbitmq_transport::~rabbitmq_transport() = default;
+
+transport_capabilities rabbitmq_transport::capabilities() const noexcept {
+  transport_capabilities c;
+  c.durable = true;
+  c.native_delivery_count = impl_->settings.queue_type == rabbitmq_queue_type::quorum;
+  c.delayed_delivery = true;
+  return c;
+}
+
+result<void> rabbitmq_transport::declare_queue(const std::string& queue) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return ok;
+  return impl_->publishing.declare_queue(queue);
+}
+
+result<void> rabbitmq_transport::subscribe(const std::string& queue, const std::string& message_type) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return ok;
+  if (auto ok = check_name(message_type, "message type"); !ok)
+    return ok;
+  return impl_->publishing.subscribe(queue, message_type);
+}
+
+result<void> rabbitmq_transport::consume(const std::string& queue, std::size_t max_unacked,
+                                         delivery_handler on_delivery) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return ok;
+  return impl_->consuming.consume(queue, max_unacked, std::move(on_delivery));
+}
+
+void rabbitmq_transport::cancel(const std::string& queue) {
+  impl_->consuming.cancel(queue);
+}
+
+result<void> rabbitmq_transport::send(const std::string& queue, envelope msg) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return ok;
+  auto out = detail::outgoing_message::from(msg);
+  if (!out)
+    return out.error();
+  return impl_->publishing.send(queue, std::move(*out));
+}
+
+result<void> rabbitmq_transport::send_delayed(const std::string& queue, envelope msg,
+                                              duration delay) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return ok;
+  const auto& levels = impl_->levels;
+  if (delay > levels.max_delay())
+    return error{errc::invalid_configuration,
+                 "cannot hold message " + msg.message_id + " for " + to_hms(delay)
+                   + ": the delay levels hold at most " + to_hms(levels.max_delay())
+                   + " (raise delay_levels or delay_unit)"};
+  auto units = levels.units(delay);
+  if (units == 0)
+    return send(queue, std::move(msg));
+  // The queue's name ends the routing key and its delay binding; a word
+  // that is a wildcard there would catch other queues' messages.
+  std::size_t start = 0;
+  while (start <= queue.size()) {
+    auto dot = queue.find('.', start);
+    auto word = queue.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (word == "*" || word == "#")
+      return error{errc::invalid_configuration,
+                   "queue '" + queue + "' cannot take delayed messages: '" + word
+                     + "' is a wildcard in a routing key"};
+    if (dot == std::string::npos)
+      break;
+    start = dot + 1;
+  }
+  if (2 * levels.count() + queue.size() > max_name)
+    return error{errc::invalid_configuration,
+                 "queue '" + queue + "' cannot take delayed messages: with "
+                   + std::to_string(levels.count()) + " delay levels its name may have at most "
+                   + std::to_string(max_name - 2 * levels.count()) + " bytes"};
+  auto out = detail::outgoing_message::from(msg);
+  if (!out)
+    return out.error();
+  return impl_->publishing.send_delayed(queue, units, std::move(*out));
+}
+
+result<void> rabbitmq_transport::publish(envelope msg) {
+  // No type, no exchange: nobody can have subscribed (subscribe refuses an
+  // empty type), and a publish without listeners is no error.
+  if (msg.message_type.empty())
+    return {};
+  if (auto ok = check_name(msg.message_type, "message type"); !ok)
+    return ok;
+  auto type = msg.message_type;
+  auto out = detail::outgoing_message::from(msg);
+  if (!out)
+    return out.error();
+  return impl_->publishing.publish(type, std::move(*out));
+}
+
+result<void> rabbitmq_transport::ack(std::uint64_t tag) {
+  return impl_->consuming.settle(tag, /*ack=*/true, /*requeue=*/false);
+}
+
+result<void> rabbitmq_transport::reject(std::uint64_t tag, bool requeue) {
+  return impl_->consuming.settle(tag, /*ack=*/false, requeue);
+}
+
+result<std::size_t> rabbitmq_transport::message_count(const std::string& queue) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return ok.error();
+  auto count = impl_->publishing.message_count(queue);
+  if (!count)
+    return count.error();
+  return static_cast<std::size_t>(*count);
+}
+
+std::uint64_t rabbitmq_transport::reconnects() const noexcept {
+  return impl_->publishing.reconnects() + impl_->consuming.reconnects();
+}
+
+std::string rabbitmq_transport::describe() const {
+  return impl_->settings.describe();
+}
+
+} // namespace bus
