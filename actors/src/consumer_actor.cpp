@@ -37,7 +37,8 @@ int failures_before(const envelope& msg) {
 
 time_point first_failure(const envelope& msg, time_point now) {
   auto ms = int_header<std::int64_t>(msg, header::first_failure_at);
-  return ms ? from_unix_ms(*ms) : now;
+  auto at = ms ? checked_from_unix_ms(*ms) : std::nullopt;
+  return at ? *at : now;
 }
 
 // -- outcomes -----------------------------------------------------------------

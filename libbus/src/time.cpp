@@ -13,6 +13,12 @@ time_point from_unix_ms(std::int64_t ms) noexcept {
   return time_point(std::chrono::duration_cast<time_point::duration>(std::chrono::milliseconds(ms)));
 }
 
+std::optional<time_point> checked_from_unix_ms(std::int64_t ms) noexcept {
+  if (ms > max_unix_ms || ms < -max_unix_ms)
+    return std::nullopt;
+  return from_unix_ms(ms);
+}
+
 std::string to_iso8601(time_point t) {
   auto ms = to_unix_ms(t);
   auto secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);

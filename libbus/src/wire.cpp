@@ -60,10 +60,14 @@ result<envelope> from_wire(wire_message msg) {
                  "message " + env.message_id + " has no bus-message-type header"};
   if (auto sent = msg.headers.find(header::sent_at)) {
     std::int64_t ms = 0;
-    if (!parse_int(*sent, ms))
-      return error{errc::malformed_message, "message " + env.message_id
-                                              + " has a bus-sent-at that is not an integer"};
-    env.sent_at = from_unix_ms(ms);
+    std::optional<time_point> at;
+    if (parse_int(*sent, ms))
+      at = checked_from_unix_ms(ms);
+    if (!at)
+      return error{errc::malformed_message,
+                   "message " + env.message_id
+                     + " has a bus-sent-at that is not a time in Unix milliseconds"};
+    env.sent_at = *at;
   }
   if (auto count = msg.headers.find(header::delivery_count)) {
     if (!parse_int(*count, env.delivery_count))

@@ -16,7 +16,16 @@ using time_point = std::chrono::system_clock::time_point;
 
 // Milliseconds since the Unix epoch, the form a time takes in a header.
 [[nodiscard]] std::int64_t to_unix_ms(time_point t) noexcept;
+// `ms` must be within max_unix_ms of the epoch; from untrusted input use
+// checked_from_unix_ms.
 [[nodiscard]] time_point from_unix_ms(std::int64_t ms) noexcept;
+
+// Times beyond the year 9999 (either side of the epoch) are not times a
+// message can carry; they would overflow time_point's nanoseconds.
+inline constexpr std::int64_t max_unix_ms = 253'402'300'799'999;
+
+// The time point, or nothing if `ms` is out of range.
+[[nodiscard]] std::optional<time_point> checked_from_unix_ms(std::int64_t ms) noexcept;
 
 // "2026-11-22T10:15:30.123Z" (UTC), for logs and headers read by people.
 [[nodiscard]] std::string to_iso8601(time_point t);
