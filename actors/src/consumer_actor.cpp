@@ -343,6 +343,15 @@ void begin(consumer* self, delivery d, bool throttled) {
     end_in_fault(self, fault, {});
     return;
   }
+  if (auto limit = rt.definition().max_message_bytes;
+      limit > 0 && msg.body.text_size() > limit) {
+    auto why = "the message has " + std::to_string(msg.body.text_size())
+               + " bytes, more than the endpoint's maximum of " + std::to_string(limit);
+    rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
+    cur.last_exception = std::make_exception_ptr(message_too_large(why));
+    fail_for_good(self, move_to_error{why, {}});
+    return;
+  }
   cur.handler = rt.find_handler(msg.message_type);
   if (!cur.handler) {
     auto result = skip(rt, cur.item);

@@ -420,3 +420,31 @@ TEST_CASE("stopping with redeliveries pending returns them to the queue instead 
     warned = warned || line.find("stops with 3 redeliveries pending") != std::string::npos;
   CHECK(warned);
 }
+
+TEST_CASE("a message larger than its endpoint accepts goes to the error queue, not to the handler") {
+  bus::testing::harness h;
+  int calls = 0;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.max_message_size(64).handle<order_placed>([&](const order_placed&) { ++calls; });
+  });
+  h.start(b);
+  auto text_message = [](std::string id, std::string order_id) {
+    bus::envelope env;
+    env.message_id = std::move(id);
+    env.message_type = "order_placed";
+    env.body = bus::message_body::text(R"({"order_id":")" + order_id + R"(","amount":1})");
+    return env;
+  };
+  REQUIRE(h.transport().send("billing", text_message("small", "o-1")));
+  REQUIRE(h.transport().send("billing", text_message("large", std::string(100, 'x'))));
+  h.run();
+  CHECK(calls == 1);
+  auto errors = h.error_queue("billing");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]->message_id == "large");
+  CHECK(std::string(*errors[0]->headers.find(bus::header::fault_exception_type))
+        == "bus::message_too_large");
+  CHECK_THAT(std::string(*errors[0]->headers.find(bus::header::fault_reason)),
+             Catch::Contains("more than the endpoint's maximum of 64"));
+}

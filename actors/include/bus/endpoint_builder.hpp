@@ -101,6 +101,8 @@ struct endpoint_definition {
   bool discard_faulted = false;           // terminal failures are discarded, not moved to error
   bool publish_faults = true;             // raise fault<T> at a terminal failure
 
+  std::size_t max_message_bytes = 0; // 0: no limit
+
   // Automatic rate limiting (off unless a threshold is set), and what to
   // call when it starts and ends (on the circuit breaker's thread).
   rate_limit_settings rate_limit;
@@ -206,6 +208,15 @@ public:
     def_.rate_limit = {consecutive_failures, wait_between_attempts};
     def_.on_rate_limit_started = std::move(on_started);
     def_.on_rate_limit_ended = std::move(on_ended);
+    return *this;
+  }
+
+  // Messages whose body arrived larger than `bytes` go to the error queue
+  // with the reason, never to a handler. Applies to bodies that came over
+  // a transport as text; a typed message sent in process is never
+  // serialized, so it has no size to check.
+  endpoint_builder& max_message_size(std::size_t bytes) {
+    def_.max_message_bytes = bytes;
     return *this;
   }
 

@@ -24,4 +24,11 @@ public:
   explicit retry_requested(const std::string& reason) : std::runtime_error(reason) {}
 };
 
+// A message larger than its endpoint accepts (endpoint_builder::
+// max_message_size): it goes to the error queue without reaching a handler.
+class message_too_large : public std::runtime_error {
+public:
+  explicit message_too_large(const std::string& what) : std::runtime_error(what) {}
+};
+
 } // namespace bus

@@ -37,6 +37,8 @@ public:
   [[nodiscard]] bool empty() const noexcept { return !object_ && text_.empty(); }
   [[nodiscard]] const message_type_ptr& type() const noexcept { return type_; }
   [[nodiscard]] const std::shared_ptr<const void>& object() const noexcept { return object_; }
+  // The size of the JSON text a body arrived as; 0 for a typed body.
+  [[nodiscard]] std::size_t text_size() const noexcept { return text_.size(); }
 
   // The typed object if the body holds a T, else nullptr.
   template <class T>
