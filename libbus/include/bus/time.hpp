@@ -20,9 +20,10 @@ using time_point = std::chrono::system_clock::time_point;
 // checked_from_unix_ms.
 [[nodiscard]] time_point from_unix_ms(std::int64_t ms) noexcept;
 
-// Times beyond the year 9999 (either side of the epoch) are not times a
-// message can carry; they would overflow time_point's nanoseconds.
-inline constexpr std::int64_t max_unix_ms = 253'402'300'799'999;
+// How far from the epoch (either way) a time a message carries may be: to
+// the year 2200. time_point counts nanoseconds in 64 bits, which ends in
+// 2262; anything further would overflow.
+inline constexpr std::int64_t max_unix_ms = 7'258'118'400'000;
 
 // The time point, or nothing if `ms` is out of range.
 [[nodiscard]] std::optional<time_point> checked_from_unix_ms(std::int64_t ms) noexcept;
