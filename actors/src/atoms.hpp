@@ -24,6 +24,7 @@ using ok_atom = caf::atom_constant<caf::atom("ok")>;
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   // consumer -> breaker
 using limit_atom = caf::atom_constant<caf::atom("limit")>;       // breaker -> endpoint
 using resume_atom = caf::atom_constant<caf::atom("resume")>;     // endpoint -> itself
+using status_atom = caf::atom_constant<caf::atom("status")>;     // endpoint -> breaker
 
 // How an attempt at a delivery ended, from the endpoint's point of view:
 // what to tell the transport and which counter moves.

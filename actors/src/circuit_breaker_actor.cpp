@@ -64,6 +64,8 @@ caf::behavior circuit_breaker_actor(breaker* self, endpoint_runtime_ptr rt, caf:
       else if (t == rate_limiter::transition::ended)
         ended(self);
     },
+    // Whether the endpoint is limited, after every attempt reported so far.
+    [=](status_atom) { return self->state.limiter.limited(); },
     [=](stop_atom) { self->quit(); },
   };
 }

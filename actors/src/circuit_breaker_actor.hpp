@@ -4,7 +4,10 @@
 // raises both transitions and calls the user's callbacks.
 //
 // Protocol: (attempt_atom, bool succeeded) from consumers; it sends
-// (limit_atom, bool limited) to the endpoint on each transition.
+// (limit_atom, bool limited) to the endpoint on each transition, and
+// answers (status_atom) with whether the endpoint is limited. A consumer
+// reports an attempt before it reports the delivery done, so the answer
+// to a status request sent on that "done" already counts the attempt.
 #pragma once
 
 #include <caf/event_based_actor.hpp>

@@ -26,7 +26,7 @@ void dispatch(endpoint* self) {
   while (!st.idle.empty() && !st.waiting.empty()) {
     // Rate limited: one message at a time, and none while waiting after a
     // failed attempt.
-    if (st.limited && (!st.busy.empty() || st.pausing))
+    if (st.asking_breaker > 0 || (st.limited && (!st.busy.empty() || st.pausing)))
       return;
     auto consumer = std::move(st.idle.back());
     st.idle.pop_back();
@@ -164,13 +164,34 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       st.busy.erase(it);
       if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
-      if (st.limited && result != outcome::handled && result != outcome::skipped) {
-        // A throttled attempt failed: wait before the next one.
-        st.pausing = true;
-        self->delayed_send(self, st.rt->definition().rate_limit.wait_between_attempts,
-                           resume_atom::value, ++st.pause_generation);
+      if (!st.breaker) {
+        dispatch(self);
+        check_drained(self);
+        return;
       }
-      dispatch(self);
+      // Ask the breaker before dispatching: its limit message may still be
+      // on its way, and the attempt that trips it must be followed by the
+      // wait like any throttled failure.
+      ++st.asking_breaker;
+      auto failed = result != outcome::handled && result != outcome::skipped;
+      self->request(st.breaker, caf::infinite, status_atom::value)
+        .then(
+          [=](bool limited) {
+            auto& st = self->state;
+            --st.asking_breaker;
+            st.limited = limited;
+            if (limited && failed) {
+              st.pausing = true;
+              self->delayed_send(self, st.rt->definition().rate_limit.wait_between_attempts,
+                                 resume_atom::value, ++st.pause_generation);
+            }
+            dispatch(self);
+          },
+          [=](caf::error&) {
+            // The breaker is gone (the endpoint is stopping): go on unthrottled.
+            --self->state.asking_breaker;
+            dispatch(self);
+          });
       check_drained(self);
     },
     [=](stop_atom) { begin_stop(self); },

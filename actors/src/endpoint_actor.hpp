@@ -27,6 +27,7 @@ struct endpoint_state {
   bool limited = false;         // rate limited: one message at a time
   bool pausing = false;         // rate limited and waiting after a failed attempt
   std::uint64_t pause_generation = 0; // a resume of an older generation is stale
+  int asking_breaker = 0;       // status requests unanswered: dispatch waits for them
   bool stopping = false;
   static inline const char* name = "bus.endpoint";
 };

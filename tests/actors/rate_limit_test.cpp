@@ -139,3 +139,26 @@ TEST_CASE("rate limiting throttles the whole endpoint, every message type alike"
   CHECK(invoices_at.front() >= 5s);
   CHECK_FALSE(h.stats("billing").rate_limited);
 }
+
+TEST_CASE("the attempt that trips the rate limit is followed by the wait like any throttled failure") {
+  // One slot, a threshold of 3 and two retries: the message's own last
+  // attempt trips it, and the next message must wait. (The breaker's
+  // "limited" used to reach the endpoint after the message's "done".)
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .add_resilience([](bus::policy_builder& p) { p.on_any().retry(2, 10ms).jitter(false); })
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.slots(1).rate_limit(3, 1s).handle<order_placed>(
+        [](const order_placed&) -> void { throw database_down(); });
+    });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", order_placed{"first", 1}));
+  REQUIRE(bus.send("billing", order_placed{"second", 1}));
+  h.advance_until_idle();
+  // The first fails at 0, 10 and 30 ms; the second, throttled, once
+  // (no immediate retries), after the wait.
+  auto failed = h.events_of(event_kind::failed);
+  REQUIRE(failed.size() == 4);
+  CHECK(failed[3].at - failed[0].at == 1030ms);
+}
