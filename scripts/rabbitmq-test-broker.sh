@@ -132,11 +132,16 @@ stop_node() {
     node_env "${dir}"
     cd "${dir}"
     if ! "${RABBIT_BIN}/rabbitmqctl" -n "${RABBITMQ_NODENAME}" -q shutdown >/dev/null 2>&1; then
-      # Not answering: end it by the pid it wrote itself, never by name.
-      if [[ -s "${RABBITMQ_PID_FILE}" ]]; then
-        pid=$(cat "${RABBITMQ_PID_FILE}")
-        kill -9 "${pid}" 2>/dev/null || true
+      # Not answering (hung, or still booting): end the processes of this
+      # node only, found by the pid file it wrote and by its unique name.
+      local pids=()
+      [[ -s "${RABBITMQ_PID_FILE}" ]] && pids+=("$(cat "${RABBITMQ_PID_FILE}")")
+      if command -v pgrep >/dev/null; then
+        mapfile -t -O "${#pids[@]}" pids < <(pgrep -f -- "${RABBITMQ_NODENAME}" || true)
       fi
+      for pid in "${pids[@]}"; do
+        kill -9 "${pid}" 2>/dev/null || true
+      done
     fi
     # Our private epmd: it refuses -kill while a node is still registered.
     epmd -port "${EPMD_PORT}" -kill >/dev/null 2>&1 || true
@@ -145,6 +150,9 @@ stop_node() {
 
 start() {
   local dir=$1
+  [[ -x "${RABBIT_BIN}/rabbitmq-server" ]] ||
+    die "rabbitmq-server is not installed (apt-get install rabbitmq-server)"
+  command -v openssl >/dev/null || die "openssl is not installed (apt-get install openssl)"
   mkdir -p "${dir}"
   dir=$(cd "${dir}" && pwd)
   stop_node "${dir}"

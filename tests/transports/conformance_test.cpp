@@ -28,7 +28,9 @@ std::vector<std::string> ids(const std::vector<bus::delivery>& ds) {
 
 } // namespace
 
+#ifndef BUS_TRANSPORTS
 #define BUS_TRANSPORTS bus::test::in_memory_fixture
+#endif
 
 TEMPLATE_TEST_CASE("a message sent to a queue reaches its consumer with its headers",
                    "[conformance]", BUS_TRANSPORTS) {

@@ -1,6 +1,5 @@
 #include "amqp_message.hpp"
 
-#include <charconv>
 #include <optional>
 #include <vector>
 
@@ -31,28 +30,34 @@ std::string text_of(amqp_bytes_t b) {
 std::optional<std::string> field_text(const amqp_field_value_t& v) {
   switch (v.kind) {
     case AMQP_FIELD_KIND_UTF8:
-    case AMQP_FIELD_KIND_BYTES: return text_of(v.value.bytes);
-    case AMQP_FIELD_KIND_BOOLEAN: return std::string(v.value.boolean ? "true" : "false");
-    case AMQP_FIELD_KIND_I8: return std::to_string(v.value.i8);
-    case AMQP_FIELD_KIND_U8: return std::to_string(v.value.u8);
-    case AMQP_FIELD_KIND_I16: return std::to_string(v.value.i16);
-    case AMQP_FIELD_KIND_U16: return std::to_string(v.value.u16);
-    case AMQP_FIELD_KIND_I32: return std::to_string(v.value.i32);
-    case AMQP_FIELD_KIND_U32: return std::to_string(v.value.u32);
-    case AMQP_FIELD_KIND_I64: return std::to_string(v.value.i64);
+    case AMQP_FIELD_KIND_BYTES:
+      return text_of(v.value.bytes);
+    case AMQP_FIELD_KIND_BOOLEAN:
+      return std::string(v.value.boolean ? "true" : "false");
+    case AMQP_FIELD_KIND_I8:
+      return std::to_string(v.value.i8);
+    case AMQP_FIELD_KIND_U8:
+      return std::to_string(v.value.u8);
+    case AMQP_FIELD_KIND_I16:
+      return std::to_string(v.value.i16);
+    case AMQP_FIELD_KIND_U16:
+      return std::to_string(v.value.u16);
+    case AMQP_FIELD_KIND_I32:
+      return std::to_string(v.value.i32);
+    case AMQP_FIELD_KIND_U32:
+      return std::to_string(v.value.u32);
+    case AMQP_FIELD_KIND_I64:
+      return std::to_string(v.value.i64);
     case AMQP_FIELD_KIND_U64:
-    case AMQP_FIELD_KIND_TIMESTAMP: return std::to_string(v.value.u64);
-    case AMQP_FIELD_KIND_F32: return std::to_string(v.value.f32);
-    case AMQP_FIELD_KIND_F64: return std::to_string(v.value.f64);
-    default: return std::nullopt;
+    case AMQP_FIELD_KIND_TIMESTAMP:
+      return std::to_string(v.value.u64);
+    case AMQP_FIELD_KIND_F32:
+      return std::to_string(v.value.f32);
+    case AMQP_FIELD_KIND_F64:
+      return std::to_string(v.value.f64);
+    default:
+      return std::nullopt;
   }
-}
-
-template <class Int>
-bool is_int(std::string_view text) {
-  Int out{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
 
 } // namespace
@@ -66,14 +71,14 @@ result<outgoing_message> outgoing_message::from(const envelope& env) {
     if (name.size() > max_short_string)
       return error{errc::malformed_message,
                    "message " + env.message_id + " has a header name longer than 255 bytes ('"
-                     + name.substr(0, 40) + "...'), which AMQP cannot carry"};
+                       + name.substr(0, 40) + "...'), which AMQP cannot carry"};
     header_bytes += name.size() + value.size() + 6;
   }
   if (header_bytes > max_header_bytes)
     return error{errc::malformed_message,
                  "message " + env.message_id + " has " + std::to_string(header_bytes)
-                   + " bytes of headers; AMQP carries at most about "
-                   + std::to_string(max_header_bytes) + " (put large data in the body)"};
+                     + " bytes of headers; AMQP carries at most about "
+                     + std::to_string(max_header_bytes) + " (put large data in the body)"};
   outgoing_message out;
   out.wire_ = std::move(*wire);
   out.message_id_ = env.message_id;
@@ -116,8 +121,8 @@ int outgoing_message::publish(amqp_connection_state_t conn, amqp_channel_t ch,
     p._flags |= AMQP_BASIC_TIMESTAMP_FLAG;
     p.timestamp = timestamp_s_;
   }
-  return amqp_basic_publish(conn, ch, bytes_of(exchange), bytes_of(routing_key),
-                            mandatory ? 1 : 0, /*immediate=*/0, &p, bytes_of(wire_.body));
+  return amqp_basic_publish(conn, ch, bytes_of(exchange), bytes_of(routing_key), mandatory ? 1 : 0,
+                            /*immediate=*/0, &p, bytes_of(wire_.body));
 }
 
 envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t body,
@@ -151,14 +156,17 @@ envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t b
   bool typeless = !fixed.headers.find(header::message_type);
   if (typeless)
     fixed.headers.set(header::message_type, "-"); // from_wire wants one; cleared below
-  if (auto sent = fixed.headers.find(header::sent_at); sent && !is_int<std::int64_t>(*sent))
+  auto rebuilt = from_wire(fixed);
+  if (!rebuilt) {
+    // What is left to refuse are the optional fields from_wire checks
+    // (bus-sent-at, bus-delivery-count): drop them, whatever its rules.
     fixed.headers.erase(header::sent_at);
-  if (!fixed.headers.find(header::sent_at) && (props._flags & AMQP_BASIC_TIMESTAMP_FLAG))
-    fixed.headers.set(header::sent_at, std::to_string(props.timestamp * 1000));
-  if (auto count = fixed.headers.find(header::delivery_count);
-      count && !is_int<std::uint32_t>(*count))
     fixed.headers.erase(header::delivery_count);
-  auto rebuilt = from_wire(std::move(fixed));
+    if ((props._flags & AMQP_BASIC_TIMESTAMP_FLAG)
+        && props.timestamp <= static_cast<std::uint64_t>(max_unix_ms / 1000))
+      fixed.headers.set(header::sent_at, std::to_string(props.timestamp * 1000));
+    rebuilt = from_wire(std::move(fixed));
+  }
   envelope out;
   if (rebuilt) {
     out = std::move(*rebuilt);

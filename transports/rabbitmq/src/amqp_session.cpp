@@ -83,11 +83,16 @@ std::string describe(const amqp_failure& f) {
 error to_error(const amqp_failure& f, const std::string& context) {
   errc code = errc::transport_failure;
   switch (f.reply_code) {
-    case AMQP_NOT_FOUND: code = errc::unknown_queue; break;
+    case AMQP_NOT_FOUND:
+      code = errc::unknown_queue;
+      break;
     case AMQP_ACCESS_REFUSED:
     case AMQP_RESOURCE_LOCKED:
-    case AMQP_PRECONDITION_FAILED: code = errc::invalid_configuration; break;
-    default: break;
+    case AMQP_PRECONDITION_FAILED:
+      code = errc::invalid_configuration;
+      break;
+    default:
+      break;
   }
   return error{code, context + ": " + describe(f)};
 }
@@ -95,7 +100,8 @@ error to_error(const amqp_failure& f, const std::string& context) {
 result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings& s,
                                                          const std::string& role) {
   auto where = "RabbitMQ at " + s.describe();
-  auto fail = [&](amqp_connection_state_t conn, std::string why) -> result<std::unique_ptr<amqp_session>> {
+  auto fail = [&](amqp_connection_state_t conn,
+                  std::string why) -> result<std::unique_ptr<amqp_session>> {
     if (conn)
       amqp_destroy_connection(conn);
     return error{errc::transport_failure, where + ": " + why};
@@ -114,13 +120,14 @@ result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings
     if (s.verify_peer) {
       auto ca = s.ca_cert_file.empty() ? std::string(system_ca_bundle) : s.ca_cert_file;
       if (amqp_ssl_socket_set_cacert(socket, ca.c_str()) != AMQP_STATUS_OK)
-        return fail(conn, "cannot load CA certificates from '" + ca + "' (missing, unreadable or not PEM)");
+        return fail(conn, "cannot load CA certificates from '" + ca
+                              + "' (missing, unreadable or not PEM)");
     }
     if (!s.client_cert_file.empty()
         && amqp_ssl_socket_set_key(socket, s.client_cert_file.c_str(), s.client_key_file.c_str())
-             != AMQP_STATUS_OK)
+               != AMQP_STATUS_OK)
       return fail(conn, "cannot load the client certificate '" + s.client_cert_file + "' with key '"
-                          + s.client_key_file + "'");
+                            + s.client_key_file + "'");
   } else {
     socket = amqp_tcp_socket_new(conn);
     if (!socket)
@@ -131,8 +138,8 @@ result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings
   int status = amqp_socket_open_noblock(socket, s.host.c_str(), s.port, &connect_tv);
   if (status != AMQP_STATUS_OK)
     return fail(conn, std::string(s.tls && is_tls_status(status) ? "TLS connection refused: "
-                                                                  : "cannot connect: ")
-                        + library_error_text(status) + connect_hint(s, status));
+                                                                 : "cannot connect: ")
+                          + library_error_text(status) + connect_hint(s, status));
 
   amqp_set_handshake_timeout(conn, &connect_tv);
   auto rpc_tv = to_timeval(s.operation_timeout);
@@ -148,14 +155,14 @@ result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings
   std::array<amqp_table_entry_t, 2> props{string_entry("connection_name", name), {}};
   props[1].key = amqp_cstring_bytes("capabilities");
   props[1].value.kind = AMQP_FIELD_KIND_TABLE;
-  props[1].value.value.table = amqp_table_t{static_cast<int>(capabilities.size()), capabilities.data()};
+  props[1].value.value.table =
+      amqp_table_t{static_cast<int>(capabilities.size()), capabilities.data()};
   amqp_table_t properties{static_cast<int>(props.size()), props.data()};
 
   auto heartbeat = static_cast<int>(s.heartbeat.count());
-  amqp_rpc_reply_t reply =
-    amqp_login_with_properties(conn, s.vhost.c_str(), /*channel_max=*/0, /*frame_max=*/131072,
-                               heartbeat, &properties, AMQP_SASL_METHOD_PLAIN, s.user.c_str(),
-                               s.password.c_str());
+  amqp_rpc_reply_t reply = amqp_login_with_properties(
+      conn, s.vhost.c_str(), /*channel_max=*/0, /*frame_max=*/131072, heartbeat, &properties,
+      AMQP_SASL_METHOD_PLAIN, s.user.c_str(), s.password.c_str());
   switch (reply.reply_type) {
     case AMQP_RESPONSE_NORMAL:
       break;
@@ -169,19 +176,19 @@ result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings
       }
       if (code == AMQP_ACCESS_REFUSED)
         return fail(conn, "login refused for user '" + s.user + "' (wrong user or password?): "
-                            + std::to_string(code) + " " + text);
+                              + std::to_string(code) + " " + text);
       if (code == AMQP_NOT_ALLOWED)
         return fail(conn, "user '" + s.user + "' may not use vhost '" + s.vhost
-                            + "' (does it exist?): " + std::to_string(code) + " " + text);
+                              + "' (does it exist?): " + std::to_string(code) + " " + text);
       return fail(conn, "login failed: " + std::to_string(code) + " " + text);
     }
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
       if (reply.library_error == AMQP_STATUS_TIMEOUT)
         return fail(conn, "no answer to the AMQP login within "
-                            + std::to_string(s.connect_timeout.count())
-                            + " ms (is this an AMQP port?)");
+                              + std::to_string(s.connect_timeout.count())
+                              + " ms (is this an AMQP port, and is the broker responsive?)");
       return fail(conn, "login failed: " + library_error_text(reply.library_error)
-                          + (s.tls ? "" : " (is this a TLS port? then use amqps://)"));
+                            + (s.tls ? "" : " (is this a TLS port? then use amqps://)"));
     case AMQP_RESPONSE_NONE:
       return fail(conn, "login failed: no reply from the broker");
   }
@@ -233,7 +240,8 @@ amqp_status amqp_session::rpc_status(amqp_channel_t ch) {
     case AMQP_RESPONSE_NONE:
       return die(amqp_failure{failure_scope::connection, 0, "no reply from the broker"});
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-      return die(amqp_failure{failure_scope::connection, 0, library_error_text(reply.library_error)});
+      return die(
+          amqp_failure{failure_scope::connection, 0, library_error_text(reply.library_error)});
     case AMQP_RESPONSE_SERVER_EXCEPTION:
       break;
   }
@@ -249,7 +257,8 @@ amqp_status amqp_session::rpc_status(amqp_channel_t ch) {
     auto* close = static_cast<amqp_connection_close_t*>(reply.reply.decoded);
     amqp_connection_close_ok_t ok{};
     amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-    return die(amqp_failure{failure_scope::connection, close->reply_code, bytes_text(close->reply_text)});
+    return die(
+        amqp_failure{failure_scope::connection, close->reply_code, bytes_text(close->reply_text)});
   }
   return die(amqp_failure{failure_scope::connection, 0,
                           "unexpected reply method " + std::to_string(reply.reply.id)});
@@ -307,7 +316,8 @@ void wait_readable(int fd, int wake_fd, std::chrono::milliseconds timeout) {
     fds[n++] = pollfd{wake_fd, POLLIN, 0};
   if (fd >= 0)
     fds[n++] = pollfd{fd, POLLIN, 0};
-  auto ms = timeout.count() < 0 ? 0 : static_cast<int>(std::min<std::int64_t>(timeout.count(), 60000));
+  auto ms =
+      timeout.count() < 0 ? 0 : static_cast<int>(std::min<std::int64_t>(timeout.count(), 60000));
   ::poll(fds.data(), n, ms);
 }
 

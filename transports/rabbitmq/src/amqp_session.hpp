@@ -29,8 +29,9 @@ enum class failure_scope {
 
 struct amqp_failure {
   failure_scope scope = failure_scope::connection;
-  std::uint16_t reply_code = 0; // the broker's (404 NOT_FOUND, 320 CONNECTION_FORCED, ...); 0: library
-  std::string text;             // the broker's reply text, or rabbitmq-c's error string
+  std::uint16_t reply_code =
+      0;            // the broker's (404 NOT_FOUND, 320 CONNECTION_FORCED, ...); 0: library
+  std::string text; // the broker's reply text, or rabbitmq-c's error string
 };
 
 // Success (empty), or what failed.

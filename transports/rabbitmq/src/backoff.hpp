@@ -13,14 +13,14 @@ namespace bus::detail {
 class backoff {
 public:
   backoff(std::chrono::milliseconds min, std::chrono::milliseconds max)
-    : min_(min), max_(max), next_(min), random_(std::random_device{}()) {}
+      : min_(min), max_(max), next_(min), random_(std::random_device{}()) {}
 
   std::chrono::milliseconds next() {
     auto base = next_;
     next_ = std::min(max_, next_ * 2);
     std::uniform_real_distribution<double> jitter(0.8, 1.2);
-    return std::chrono::milliseconds(
-      static_cast<std::chrono::milliseconds::rep>(static_cast<double>(base.count()) * jitter(random_)));
+    return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(
+        static_cast<double>(base.count()) * jitter(random_)));
   }
 
   void reset() { next_ = min_; }

@@ -23,8 +23,8 @@ amqp_bytes_t bytes_of(const std::string& s) {
 
 consumer_pump::consumer_pump(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                              std::shared_ptr<const rabbitmq_logger> log)
-  : settings_(std::move(settings)), record_(std::move(record)), log_(std::move(log)),
-    backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
+    : settings_(std::move(settings)), record_(std::move(record)), log_(std::move(log)),
+      backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
 
 consumer_pump::~consumer_pump() {
   {
@@ -106,9 +106,9 @@ result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
     if (live_incarnations_.count(o.incarnation) == 0)
       return error{errc::transport_failure,
                    "delivery " + std::to_string(tag)
-                     + " came over a channel that has closed since (connection lost?); "
-                       "RabbitMQ delivers the message again, so this "
-                     + (ack ? "acknowledgement" : "rejection") + " was not sent"};
+                       + " came over a channel that has closed since (connection lost?); "
+                         "RabbitMQ delivers the message again, so this "
+                       + (ack ? "acknowledgement" : "rejection") + " was not sent"};
     if (stopping_)
       return error{errc::transport_failure, "the RabbitMQ transport is closing"};
     commands_.push_back(settle_command{o.incarnation, o.channel, o.broker_tag, ack, requeue});
@@ -128,14 +128,27 @@ void consumer_pump::run(std::promise<result<void>> first) {
   for (;;) {
     wake_.clear();
     std::deque<command> batch;
+    bool stop = false;
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      if (stopping_)
-        break;
+      stop = stopping_;
       batch.swap(commands_);
     }
     if (session_ && !session_->alive())
       lose_session();
+    if (stop) {
+      // Settlements accepted before the stop are sent before the close:
+      // an ack that ack() took must not turn into a redelivery.
+      for (auto& c : batch) {
+        if (auto* settle = std::get_if<settle_command>(&c))
+          handle(*settle);
+        else if (auto* consume = std::get_if<consume_command>(&c))
+          consume->done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
+        else if (auto* cancel = std::get_if<cancel_command>(&c))
+          cancel->done->set_value();
+      }
+      break;
+    }
     // In arrival order: an ack queued before a consume is sent before it.
     for (auto& c : batch)
       std::visit([this](auto& cmd) { handle(cmd); }, c);
@@ -166,18 +179,12 @@ void consumer_pump::run(std::promise<result<void>> first) {
   for (auto& c : waiting_)
     c.done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
   waiting_.clear();
-  std::deque<command> left;
   {
+    // Nothing is queued any more: consume, cancel and settle refuse once
+    // stopping_ is set, and the last batch was taken after it was.
     std::lock_guard<std::mutex> guard(mutex_);
-    left.swap(commands_);
     outstanding_.clear();
     live_incarnations_.clear();
-  }
-  for (auto& c : left) {
-    if (auto* consume = std::get_if<consume_command>(&c))
-      consume->done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
-    else if (auto* cancel = std::get_if<cancel_command>(&c))
-      cancel->done->set_value();
   }
   links_.clear();
   session_.reset();
@@ -198,10 +205,11 @@ bool consumer_pump::connect_now() {
       std::lock_guard<std::mutex> guard(mutex_);
       ++reconnects_;
     }
-    log_->info("consuming connection to " + settings_.describe() + " is back; consuming "
-               + std::to_string(std::count_if(links_.begin(), links_.end(),
-                                              [](const auto& kv) { return kv.second.handler != nullptr; }))
-               + " queues again");
+    log_->info(
+        "consuming connection to " + settings_.describe() + " is back; consuming "
+        + std::to_string(std::count_if(links_.begin(), links_.end(),
+                                       [](const auto& kv) { return kv.second.handler != nullptr; }))
+        + " queues again");
   }
   ever_connected_ = true;
   return true;
@@ -271,7 +279,8 @@ void consumer_pump::handle(cancel_command& c) {
     l.handler = nullptr;
     if (l.consuming && session_ && session_->alive()) {
       amqp_basic_cancel(session_->raw(), l.channel, bytes_of(l.consumer_tag));
-      if (auto failed = session_->rpc_status(l.channel); failed && failed->scope == failure_scope::channel)
+      if (auto failed = session_->rpc_status(l.channel);
+          failed && failed->scope == failure_scope::channel)
         drop_channel(l);
     }
     // The channel stays open: deliveries made on it can still be settled.
@@ -287,8 +296,9 @@ void consumer_pump::handle(settle_command& c) {
   auto* l = link_of_channel(c.channel);
   if (!l || l->incarnation != c.incarnation)
     return; // the channel died: never send its tag on another one
-  int status = c.ack ? amqp_basic_ack(session_->raw(), c.channel, c.broker_tag, /*multiple=*/0)
-                     : amqp_basic_reject(session_->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0);
+  int status = c.ack
+                   ? amqp_basic_ack(session_->raw(), c.channel, c.broker_tag, /*multiple=*/0)
+                   : amqp_basic_reject(session_->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0);
   (void)session_->call_status(status);
 }
 
@@ -315,7 +325,7 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
     }
   // Per-consumer prefetch (global=0): max_unacked of this queue only.
   auto prefetch = static_cast<std::uint16_t>(
-    std::min<std::size_t>(l.max_unacked, std::numeric_limits<std::uint16_t>::max()));
+      std::min<std::size_t>(l.max_unacked, std::numeric_limits<std::uint16_t>::max()));
   amqp_basic_qos(s.raw(), l.channel, 0, prefetch, /*global=*/0);
   if (auto failed = s.rpc_status(l.channel)) {
     if (failed->scope == failure_scope::channel)
@@ -346,8 +356,8 @@ void consumer_pump::drop_channel(link& l) {
 
 void consumer_pump::schedule_retry(const std::string& queue, link& l, const std::string& why) {
   l.retry_delay = l.retry_delay.count() == 0
-                    ? settings_.reconnect_delay_min
-                    : std::min(settings_.reconnect_delay_max, l.retry_delay * 2);
+                      ? settings_.reconnect_delay_min
+                      : std::min(settings_.reconnect_delay_max, l.retry_delay * 2);
   l.retry_at = clock::now() + l.retry_delay;
   log_->warn("consumer of queue '" + queue + "' stopped (" + why + "); consuming again in "
              + std::to_string(l.retry_delay.count()) + " ms");
@@ -418,7 +428,7 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
     return;
   // The envelope owns its bytes: copied out, and rabbitmq-c's freed at once.
   auto env = std::make_shared<const envelope>(
-    envelope_from_amqp(content.properties, content.body, random_(), random_()));
+      envelope_from_amqp(content.properties, content.body, random_(), random_()));
   amqp_destroy_message(&content);
 
   std::string queue;
@@ -476,8 +486,8 @@ void consumer_pump::fail_waiting(clock::time_point now) {
     forget_consumed(it->queue);
     it->done->set_value(error{errc::transport_failure,
                               "cannot consume '" + it->queue + "': no connection to RabbitMQ for "
-                                + std::to_string(settings_.operation_timeout.count())
-                                + " ms: " + last_failure_});
+                                  + std::to_string(settings_.operation_timeout.count())
+                                  + " ms: " + last_failure_});
     it = waiting_.erase(it);
   }
 }

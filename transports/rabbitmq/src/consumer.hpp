@@ -99,8 +99,8 @@ private:
     amqp_channel_t channel = 0;                      // 0: none open on this session
     std::uint64_t incarnation = 0;
     std::string consumer_tag;
-    bool consuming = false;                          // basic.consume active on `channel`
-    clock::time_point retry_at{};                    // when to re-consume after a failure
+    bool consuming = false;       // basic.consume active on `channel`
+    clock::time_point retry_at{}; // when to re-consume after a failure
     std::chrono::milliseconds retry_delay{0};
   };
 
@@ -132,12 +132,12 @@ private:
   std::thread thread_;
 
   mutable std::mutex mutex_;
-  std::deque<command> commands_;                           // guarded
+  std::deque<command> commands_;                               // guarded
   std::unordered_map<std::uint64_t, outstanding> outstanding_; // guarded
-  std::unordered_set<std::uint64_t> live_incarnations_;    // guarded
-  std::set<std::string> consumed_;                         // guarded: queues with a consumer
-  bool stopping_ = false;                                  // guarded
-  std::uint64_t reconnects_ = 0;                           // guarded
+  std::unordered_set<std::uint64_t> live_incarnations_;        // guarded
+  std::set<std::string> consumed_;                             // guarded: queues with a consumer
+  bool stopping_ = false;                                      // guarded
+  std::uint64_t reconnects_ = 0;                               // guarded
 
   // I/O thread state.
   std::unique_ptr<amqp_session> session_;

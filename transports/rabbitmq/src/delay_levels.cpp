@@ -3,8 +3,8 @@
 namespace bus::detail {
 
 delay_levels::delay_levels(unsigned levels, std::chrono::milliseconds unit)
-  : levels_(levels), unit_(unit),
-    prefix_("bus.delay." + std::to_string(unit.count()) + "ms." + std::to_string(levels)) {}
+    : levels_(levels), unit_(unit),
+      prefix_("bus.delay." + std::to_string(unit.count()) + "ms." + std::to_string(levels)) {}
 
 std::chrono::milliseconds delay_levels::max_delay() const noexcept {
   return unit_ * static_cast<std::int64_t>((std::uint64_t{1} << levels_) - 1);

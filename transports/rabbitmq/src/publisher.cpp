@@ -20,9 +20,9 @@ std::string ms_text(std::chrono::milliseconds d) {
 
 publisher::publisher(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                      std::shared_ptr<const rabbitmq_logger> log)
-  : settings_(std::move(settings)), levels_(settings_.delay_levels, settings_.delay_unit),
-    record_(std::move(record)), log_(std::move(log)),
-    backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
+    : settings_(std::move(settings)), levels_(settings_.delay_levels, settings_.delay_unit),
+      record_(std::move(record)), log_(std::move(log)),
+      backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
 
 publisher::~publisher() {
   {
@@ -151,7 +151,7 @@ void publisher::run(std::promise<result<void>> first) {
     // Requests in arrival order: a declaration before the send that
     // needs it. A request that meets a dead connection goes back to the
     // front and waits for the next one.
-    while (session_ && session_->alive() && !backlog_.empty()) {
+    while (session_ && session_->alive() && !blocked_ && !backlog_.empty()) {
       auto r = std::move(backlog_.front());
       backlog_.pop_front();
       execute(r);
@@ -192,6 +192,12 @@ bool publisher::connect_now() {
     return false;
   }
   session_ = std::move(*opened);
+  // Nothing is declared on a new connection yet, as far as this one knows.
+  exchanges_declared_.clear();
+  levels_declared_ = false;
+  delay_bound_.clear();
+  blocked_ = false;
+  declare_channel_open_ = false;
   publish_channel_ = session_->new_channel_number();
   declare_channel_ = session_->new_channel_number();
   amqp_status failed = session_->open_channel(publish_channel_);
@@ -243,15 +249,10 @@ void publisher::lose_session() {
   }
   in_flight_.clear();
   session_.reset();
-  exchanges_declared_.clear();
-  levels_declared_ = false;
-  delay_bound_.clear();
-  declare_channel_open_ = false;
   next_attempt_ = clock::now() + backoff_.next();
 }
 
-template <class Declare>
-amqp_status publisher::declare(Declare&& declare) {
+template <class Declare> amqp_status publisher::declare(Declare&& declare) {
   if (!declare_channel_open_) {
     // A failed declaration closed the channel (close-ok was sent): the
     // number may be opened again.
@@ -286,9 +287,8 @@ void publisher::replay_topology() {
       exchanges_declared_.insert(type);
   }
   if (record.delay_levels) {
-    auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-      return declare_delay_levels(s, ch, levels_);
-    });
+    auto failed = declare(
+        [&](amqp_session& s, amqp_channel_t ch) { return declare_delay_levels(s, ch, levels_); });
     if (failed)
       warn(*failed, "the delay levels");
     else
@@ -338,7 +338,8 @@ void publisher::execute(const request_ptr& r) {
       if (failed && failed->scope == failure_scope::connection)
         return retry_later();
       if (failed)
-        return finish(r, to_error(*failed, "subscribing queue '" + r->queue + "' to '" + r->type + "'"));
+        return finish(
+            r, to_error(*failed, "subscribing queue '" + r->queue + "' to '" + r->type + "'"));
       exchanges_declared_.insert(r->type);
       record_->add_subscription(r->queue, r->type);
       return finish(r, std::uint32_t{0});
@@ -368,17 +369,15 @@ bool publisher::prepare_publish(const request_ptr& r) {
     return false;
   };
   if (!r->type.empty() && exchanges_declared_.count(r->type) == 0) {
-    auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-      return declare_type_exchange(s, ch, r->type);
-    });
+    auto failed = declare(
+        [&](amqp_session& s, amqp_channel_t ch) { return declare_type_exchange(s, ch, r->type); });
     if (failed)
       return settle(*failed, "declaring the exchange of message type '" + r->type + "'");
     exchanges_declared_.insert(r->type);
   }
   if (r->delayed && !levels_declared_) {
-    auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-      return declare_delay_levels(s, ch, levels_);
-    });
+    auto failed = declare(
+        [&](amqp_session& s, amqp_channel_t ch) { return declare_delay_levels(s, ch, levels_); });
     if (failed)
       return settle(*failed, "declaring the delay levels " + levels_.prefix() + ".*");
     levels_declared_ = true;
@@ -391,8 +390,8 @@ bool publisher::prepare_publish(const request_ptr& r) {
     if (failed) {
       if (failed->reply_code == AMQP_NOT_FOUND && failed->scope == failure_scope::channel) {
         finish(r, error{errc::unknown_queue, "cannot hold message " + r->message->message_id()
-                                               + " for queue '" + r->queue
-                                               + "': the queue does not exist"});
+                                                 + " for queue '" + r->queue
+                                                 + "': the queue does not exist"});
         return false;
       }
       return settle(*failed, "binding queue '" + r->queue + "' to the delay levels");
@@ -439,11 +438,15 @@ void publisher::read_frames() {
         break;
       case AMQP_CONNECTION_BLOCKED_METHOD: {
         auto* blocked = static_cast<amqp_connection_blocked_t*>(frame.payload.method.decoded);
-        log_->warn("RabbitMQ blocks publishing (" + text_of(blocked->reason)
-                   + "): sends wait, and fail after " + ms_text(settings_.operation_timeout));
+        blocked_ = true;
+        last_failure_ = "RabbitMQ at " + settings_.describe() + " blocks publishing ("
+                        + text_of(blocked->reason) + ")";
+        log_->warn(last_failure_ + ": sends wait, and fail after "
+                   + ms_text(settings_.operation_timeout));
         break;
       }
       case AMQP_CONNECTION_UNBLOCKED_METHOD:
+        blocked_ = false;
         log_->info("RabbitMQ accepts publishes again");
         break;
       default:
@@ -457,11 +460,11 @@ void publisher::on_confirm(std::uint64_t tag, bool multiple, bool ack) {
     if (!ack)
       return finish(r, error{errc::transport_failure,
                              "RabbitMQ refused message " + r->message->message_id()
-                               + " (basic.nack: an internal error or a full queue)"});
+                                 + " (basic.nack: an internal error or a full queue)"});
     if (r->returned)
       return finish(r, error{errc::unknown_queue,
                              "queue '" + r->queue + "' does not exist: RabbitMQ returned message "
-                               + r->message->message_id() + " (" + *r->returned + ")"});
+                                 + r->message->message_id() + " (" + *r->returned + ")"});
     finish(r, std::uint32_t{0});
   };
   if (!multiple) {
@@ -513,9 +516,9 @@ void publisher::expire(clock::time_point now) {
     }
     finish(it->second, error{errc::transport_failure,
                              "RabbitMQ at " + settings_.describe() + " did not confirm message "
-                               + it->second->message->message_id() + " within "
-                               + ms_text(settings_.operation_timeout)
-                               + " (it may still arrive: a retry can duplicate it)"});
+                                 + it->second->message->message_id() + " within "
+                                 + ms_text(settings_.operation_timeout)
+                                 + " (it may still arrive: a retry can duplicate it)"});
     it = in_flight_.erase(it);
   }
   for (auto it = backlog_.begin(); it != backlog_.end();) {
@@ -524,8 +527,8 @@ void publisher::expire(clock::time_point now) {
       continue;
     }
     finish(*it, error{errc::transport_failure,
-                      "no connection to RabbitMQ for " + ms_text(settings_.operation_timeout)
-                        + ": " + last_failure_});
+                      (blocked_ ? "waited " : "no connection to RabbitMQ for ")
+                          + ms_text(settings_.operation_timeout) + ": " + last_failure_});
     it = backlog_.erase(it);
   }
 }

@@ -77,12 +77,12 @@ private:
 
   struct request {
     kind what = kind::publish;
-    std::string queue;         // declare, subscribe, inspect; the destination of a send
-    std::string type;          // subscribe; publish: the exchange to declare first
-    std::string exchange;      // publish
-    std::string routing_key;   // publish
-    bool mandatory = false;    // publish: a send, whose return means "no such queue"
-    bool delayed = false;      // publish through the delay levels
+    std::string queue;       // declare, subscribe, inspect; the destination of a send
+    std::string type;        // subscribe; publish: the exchange to declare first
+    std::string exchange;    // publish
+    std::string routing_key; // publish
+    bool mandatory = false;  // publish: a send, whose return means "no such queue"
+    bool delayed = false;    // publish through the delay levels
     std::optional<outgoing_message> message;
     clock::time_point deadline;
     std::optional<std::string> returned; // why the broker returned it (basic.return)
@@ -101,8 +101,7 @@ private:
   bool prepare_publish(const request_ptr& r);
   // Runs `declare` on the declaration channel, reopening it if a failed
   // declaration closed it. Empty: success.
-  template <class Declare>
-  amqp_status declare(Declare&& declare);
+  template <class Declare> amqp_status declare(Declare&& declare);
   void replay_topology();
   void read_frames();
   void on_confirm(std::uint64_t tag, bool multiple, bool ack);
@@ -127,6 +126,10 @@ private:
   amqp_channel_t publish_channel_ = 0;
   amqp_channel_t declare_channel_ = 0;
   bool declare_channel_open_ = false;
+  // connection.blocked (a broker resource alarm): the broker has stopped
+  // reading, so a publish could block this thread inside send(); requests
+  // wait in the backlog instead, where their deadlines still apply.
+  bool blocked_ = false;
   std::uint64_t next_seq_ = 1;
   std::map<std::uint64_t, request_ptr> in_flight_; // by publish sequence number
   std::deque<request_ptr> backlog_;                // waiting for (a) session

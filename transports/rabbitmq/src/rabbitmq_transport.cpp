@@ -20,8 +20,8 @@ result<void> check_name(const std::string& name, const char* what) {
     return error{errc::invalid_configuration, std::string("a ") + what + " needs a non-empty name"};
   if (name.size() > max_name)
     return error{errc::invalid_configuration, std::string("the ") + what + " name '"
-                                                + name.substr(0, 40) + "...' is longer than "
-                                                + std::to_string(max_name) + " bytes"};
+                                                  + name.substr(0, 40) + "...' is longer than "
+                                                  + std::to_string(max_name) + " bytes"};
   return {};
 }
 
@@ -29,10 +29,10 @@ result<void> check_name(const std::string& name, const char* what) {
 
 struct rabbitmq_transport::impl {
   explicit impl(rabbitmq_settings s)
-    : settings(std::move(s)), levels(settings.delay_levels, settings.delay_unit),
-      log(std::make_shared<const detail::rabbitmq_logger>(settings.log)),
-      record(std::make_shared<detail::topology_record>()),
-      publishing(settings, record, log), consuming(settings, record, log) {}
+      : settings(std::move(s)), levels(settings.delay_levels, settings.delay_unit),
+        log(std::make_shared<const detail::rabbitmq_logger>(settings.log)),
+        record(std::make_shared<detail::topology_record>()), publishing(settings, record, log),
+        consuming(settings, record, log) {}
 
   const rabbitmq_settings settings;
   const detail::delay_levels levels;
@@ -44,7 +44,8 @@ struct rabbitmq_transport::impl {
   detail::consumer_pump consuming;
 };
 
-result<std::shared_ptr<rabbitmq_transport>> rabbitmq_transport::connect(rabbitmq_settings settings) {
+result<std::shared_ptr<rabbitmq_transport>>
+rabbitmq_transport::connect(rabbitmq_settings settings) {
   if (auto valid = settings.validate(); !valid)
     return valid.error();
   try {
@@ -56,7 +57,8 @@ result<std::shared_ptr<rabbitmq_transport>> rabbitmq_transport::connect(rabbitmq
     state->log->info("connected to " + state->settings.describe());
     return std::shared_ptr<rabbitmq_transport>(new rabbitmq_transport(std::move(state)));
   } catch (const std::exception& e) { // thread or eventfd creation
-    return error{errc::transport_failure, std::string("cannot start the RabbitMQ transport: ") + e.what()};
+    return error{errc::transport_failure,
+                 std::string("cannot start the RabbitMQ transport: ") + e.what()};
   }
 }
 
@@ -78,7 +80,8 @@ result<void> rabbitmq_transport::declare_queue(const std::string& queue) {
   return impl_->publishing.declare_queue(queue);
 }
 
-result<void> rabbitmq_transport::subscribe(const std::string& queue, const std::string& message_type) {
+result<void> rabbitmq_transport::subscribe(const std::string& queue,
+                                           const std::string& message_type) {
   if (auto ok = check_name(queue, "queue"); !ok)
     return ok;
   if (auto ok = check_name(message_type, "message type"); !ok)
@@ -114,8 +117,8 @@ result<void> rabbitmq_transport::send_delayed(const std::string& queue, envelope
   if (delay > levels.max_delay())
     return error{errc::invalid_configuration,
                  "cannot hold message " + msg.message_id + " for " + to_hms(delay)
-                   + ": the delay levels hold at most " + to_hms(levels.max_delay())
-                   + " (raise delay_levels or delay_unit)"};
+                     + ": the delay levels hold at most " + to_hms(levels.max_delay())
+                     + " (raise delay_levels or delay_unit)"};
   auto units = levels.units(delay);
   if (units == 0)
     return send(queue, std::move(msg));
@@ -126,9 +129,9 @@ result<void> rabbitmq_transport::send_delayed(const std::string& queue, envelope
     auto dot = queue.find('.', start);
     auto word = queue.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (word == "*" || word == "#")
-      return error{errc::invalid_configuration,
-                   "queue '" + queue + "' cannot take delayed messages: '" + word
-                     + "' is a wildcard in a routing key"};
+      return error{errc::invalid_configuration, "queue '" + queue
+                                                    + "' cannot take delayed messages: '" + word
+                                                    + "' is a wildcard in a routing key"};
     if (dot == std::string::npos)
       break;
     start = dot + 1;
@@ -136,8 +139,8 @@ result<void> rabbitmq_transport::send_delayed(const std::string& queue, envelope
   if (2 * levels.count() + queue.size() > max_name)
     return error{errc::invalid_configuration,
                  "queue '" + queue + "' cannot take delayed messages: with "
-                   + std::to_string(levels.count()) + " delay levels its name may have at most "
-                   + std::to_string(max_name - 2 * levels.count()) + " bytes"};
+                     + std::to_string(levels.count()) + " delay levels its name may have at most "
+                     + std::to_string(max_name - 2 * levels.count()) + " bytes"};
   auto out = detail::outgoing_message::from(msg);
   if (!out)
     return out.error();

@@ -59,8 +59,7 @@ std::string percent_encode(std::string_view in) {
   return out;
 }
 
-template <class Int>
-bool parse_number(std::string_view text, Int& out) {
+template <class Int> bool parse_number(std::string_view text, Int& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
@@ -163,9 +162,9 @@ std::string redact_url(std::string_view url) {
   // The user info ends at the last '@' of the authority (a password may
   // hold '@' unencoded in a sloppy URL: redact all of it then).
   auto authority_end = url.find_first_of("/?#", start);
-  auto authority = url.substr(start, authority_end == std::string_view::npos
-                                       ? std::string_view::npos
-                                       : authority_end - start);
+  auto authority =
+      url.substr(start, authority_end == std::string_view::npos ? std::string_view::npos
+                                                                : authority_end - start);
   auto at = authority.rfind('@');
   if (at == std::string_view::npos)
     return std::string(url);
@@ -210,12 +209,11 @@ result<void> rabbitmq_settings::validate() const {
     mistakes.push_back("delay_levels must be between 1 and 40");
   } else if (delay_unit.count() > 0
              && delay_unit.count() > (max_level_ttl_ms >> (delay_levels - 1))) {
-    mistakes.push_back("the highest delay level would hold messages "
-                       + std::to_string(delay_unit.count()) + " ms * 2^"
-                       + std::to_string(delay_levels - 1)
-                       + ", longer than RabbitMQ's largest message TTL ("
-                       + std::to_string(max_level_ttl_ms)
-                       + " ms): use fewer levels or a smaller unit");
+    mistakes.push_back(
+        "the highest delay level would hold messages " + std::to_string(delay_unit.count())
+        + " ms * 2^" + std::to_string(delay_levels - 1)
+        + ", longer than RabbitMQ's largest message TTL (" + std::to_string(max_level_ttl_ms)
+        + " ms): use fewer levels or a smaller unit");
   }
   if (client_cert_file.empty() != client_key_file.empty())
     mistakes.push_back("a client certificate needs both certfile and keyfile");
@@ -231,8 +229,7 @@ result<void> rabbitmq_settings::validate() const {
 
 result<rabbitmq_settings> parse_rabbitmq_url(std::string_view url) {
   auto fail = [&](const std::string& why) -> result<rabbitmq_settings> {
-    return error{errc::invalid_configuration,
-                 "bad RabbitMQ URL '" + redact_url(url) + "': " + why};
+    return error{errc::invalid_configuration, "bad RabbitMQ URL '" + redact_url(url) + "': " + why};
   };
   rabbitmq_settings s;
   std::string_view rest = trim(url);
@@ -325,7 +322,7 @@ result<rabbitmq_settings> rabbitmq_settings_from_env(const char* variable) {
   if (value == nullptr || *value == '\0')
     return error{errc::invalid_configuration,
                  std::string("the environment variable ") + variable
-                   + " is not set (expected amqp://user:password@host:port/vhost)"};
+                     + " is not set (expected amqp://user:password@host:port/vhost)"};
   auto parsed = parse_rabbitmq_url(value);
   if (!parsed)
     return error{errc::invalid_configuration,

@@ -36,7 +36,8 @@ public:
     entries_.push_back(e);
   }
   amqp_table_t table() {
-    return amqp_table_t{static_cast<int>(entries_.size()), entries_.empty() ? nullptr : entries_.data()};
+    return amqp_table_t{static_cast<int>(entries_.size()),
+                        entries_.empty() ? nullptr : entries_.data()};
   }
 
 private:
@@ -96,8 +97,8 @@ amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std
 
 amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
                           std::uint32_t& message_count) {
-  auto* ok = amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/1, 0, 0, 0,
-                                amqp_empty_table);
+  auto* ok =
+      amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/1, 0, 0, 0, amqp_empty_table);
   if (auto failed = s.rpc_status(ch))
     return failed;
   message_count = ok ? ok->message_count : 0;
@@ -156,7 +157,8 @@ amqp_status bind_delay_destination(amqp_session& s, amqp_channel_t ch, const del
                                    const std::string& queue) {
   auto key = levels.destination_binding(queue);
   auto exchange = levels.delivery_exchange();
-  amqp_queue_bind(s.raw(), ch, bytes_of(queue), bytes_of(exchange), bytes_of(key), amqp_empty_table);
+  amqp_queue_bind(s.raw(), ch, bytes_of(queue), bytes_of(exchange), bytes_of(key),
+                  amqp_empty_table);
   return s.rpc_status(ch);
 }
 

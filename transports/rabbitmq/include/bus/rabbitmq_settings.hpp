@@ -14,10 +14,15 @@
 
 namespace bus {
 
-// The queue type of the queues declare_queue() creates. Quorum queues are
-// replicated, survive the loss of a cluster node, and count redeliveries
-// themselves (x-delivery-count); classic queues do neither.
-enum class rabbitmq_queue_type { quorum, classic };
+// The queue type of the queues declare_queue() creates.
+// - classic (the default): a requeued message goes back to the head of its
+//   queue, the order the transport contract (and its conformance suite)
+//   asks for. No replication, no redelivery count of the broker's own.
+// - quorum: replicated (survives the loss of a cluster node) and counts
+//   redeliveries itself (x-delivery-count, capabilities().native_delivery_count),
+//   but RabbitMQ 3.10 puts a requeued message behind the ones waiting.
+// The delay levels are quorum queues whatever this says (docs/rabbitmq.md).
+enum class rabbitmq_queue_type { classic, quorum };
 
 enum class rabbitmq_log_level { debug, info, warn, error };
 
@@ -60,7 +65,7 @@ struct rabbitmq_settings {
   std::chrono::milliseconds reconnect_delay_min{250};
   std::chrono::milliseconds reconnect_delay_max{4000};
 
-  rabbitmq_queue_type queue_type = rabbitmq_queue_type::quorum;
+  rabbitmq_queue_type queue_type = rabbitmq_queue_type::classic;
 
   // Delayed delivery through binary delay levels (docs/rabbitmq.md): level k
   // holds messages 2^k units; the longest delay is (2^delay_levels - 1)

@@ -31,7 +31,8 @@ public:
   // errc::transport_failure here, within the connect timeout, never a hang.
   // Bad settings are errc::invalid_configuration. The password appears in
   // no message.
-  [[nodiscard]] static result<std::shared_ptr<rabbitmq_transport>> connect(rabbitmq_settings settings);
+  [[nodiscard]] static result<std::shared_ptr<rabbitmq_transport>>
+  connect(rabbitmq_settings settings);
 
   // Closes both connections: RabbitMQ requeues every delivery not settled,
   // and calls still waiting fail. Must not run inside a delivery handler.

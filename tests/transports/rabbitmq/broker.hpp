@@ -1,0 +1,108 @@
+// The throwaway broker of a test run (scripts/rabbitmq-test-broker.sh,
+// started by the ctest fixture "rabbitmq"): its URLs and its rabbitmqctl,
+// read from the broker.env file in $BUS_TEST_BROKER_DIR. A test that finds
+// no broker FAILS: these tests are never skipped for want of one.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bus/rabbitmq_transport.hpp"
+
+namespace bus::test {
+
+// The value of `key` in the broker's env file; FAILs the test if the file
+// or the key is missing.
+inline std::string broker_env(const std::string& key) {
+  const char* dir = std::getenv("BUS_TEST_BROKER_DIR");
+  if (dir == nullptr || *dir == '\0')
+    FAIL("BUS_TEST_BROKER_DIR is not set: run the RabbitMQ tests through ctest, whose fixture "
+         "starts the broker (scripts/rabbitmq-test-broker.sh start DIR)");
+  std::string path = std::string(dir) + "/broker.env";
+  std::ifstream in(path);
+  if (!in)
+    FAIL("no " << path
+               << ": the broker did not start (see the test 'rabbitmq: start a "
+                  "throwaway broker')");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos && line.substr(0, eq) == key)
+      return line.substr(eq + 1);
+  }
+  FAIL(path << " has no " << key);
+  return {};
+}
+
+// Names no other test, run or process uses: queues and message types of a
+// test never see another's messages.
+inline std::string unique_name(const std::string& base) {
+  static std::atomic<unsigned> counter{0};
+  static const auto run = std::to_string(std::random_device{}() % 1000000);
+  return "test." + run + "." + std::to_string(counter++) + "." + base;
+}
+
+// Collects the transport's log lines (from its I/O threads) for tests that
+// check what it reported.
+class log_capture {
+public:
+  rabbitmq_log_sink sink() {
+    return [this](rabbitmq_log_level, const std::string& line) {
+      std::lock_guard<std::mutex> guard(mutex_);
+      lines_.push_back(line);
+    };
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return lines_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// Settings for the test broker: the URL under `url_key` with test-sized
+// delay levels (100 ms units, 8 levels: up to 25.5 s) and short timeouts.
+inline rabbitmq_settings test_settings(const std::string& url_key = "BUS_RABBITMQ_URL") {
+  auto parsed = parse_rabbitmq_url(broker_env(url_key));
+  if (!parsed)
+    FAIL("the broker's URL does not parse: " << parsed.error().message);
+  auto s = std::move(*parsed);
+  s.delay_unit = std::chrono::milliseconds(100);
+  s.delay_levels = 8;
+  s.heartbeat = std::chrono::seconds(5);
+  s.operation_timeout = std::chrono::seconds(10);
+  s.connection_name = "bus tests";
+  return s;
+}
+
+inline std::shared_ptr<rabbitmq_transport> connect_transport(rabbitmq_settings s) {
+  auto t = rabbitmq_transport::connect(std::move(s));
+  if (!t)
+    FAIL("cannot connect to the test broker: " << t.error().message);
+  return std::move(*t);
+}
+
+inline std::shared_ptr<rabbitmq_transport> connect_transport() {
+  return connect_transport(test_settings());
+}
+
+// rabbitmqctl on the test broker, e.g. rabbitmqctl({"close_all_connections", ...}).
+// Returns its exit status. Each call starts an Erlang VM: about a second.
+inline int rabbitmqctl(const std::string& args) {
+  auto command = broker_env("BUS_RABBITMQ_CTL") + " " + args + " >/dev/null 2>&1";
+  return std::system(command.c_str());
+}
+
+} // namespace bus::test

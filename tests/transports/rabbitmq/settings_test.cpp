@@ -1,0 +1,188 @@
+// RabbitMQ settings from a URL, the environment or a file: what each part
+// of the URL sets, what is refused, and that no password leaks.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+#include "bus/rabbitmq_settings.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+bus::rabbitmq_settings parsed(const std::string& url) {
+  auto s = bus::parse_rabbitmq_url(url);
+  INFO(url);
+  if (!s)
+    FAIL(s.error().message);
+  return *s;
+}
+
+std::string refusal(const std::string& url) {
+  auto s = bus::parse_rabbitmq_url(url);
+  INFO(url);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().code == bus::errc::invalid_configuration);
+  return s.error().message;
+}
+
+} // namespace
+
+TEST_CASE("a full URL sets the host, port, credentials and vhost", "[rabbitmq][settings]") {
+  auto s = parsed("amqp://billing:s3cret@mq.example.com:5673/orders");
+  CHECK(s.host == "mq.example.com");
+  CHECK(s.port == 5673);
+  CHECK(s.user == "billing");
+  CHECK(s.password == "s3cret");
+  CHECK(s.vhost == "orders");
+  CHECK_FALSE(s.tls);
+}
+
+TEST_CASE("what a URL leaves out keeps RabbitMQ's defaults", "[rabbitmq][settings]") {
+  auto s = parsed("amqp://mq");
+  CHECK(s.host == "mq");
+  CHECK(s.port == 5672);
+  CHECK(s.user == "guest");
+  CHECK(s.password == "guest");
+  CHECK(s.vhost == "/");
+  CHECK(s.queue_type == bus::rabbitmq_queue_type::classic);
+  CHECK(parsed("amqp://").host == "localhost");
+  CHECK(parsed("amqp://mq/").vhost == "/");
+}
+
+TEST_CASE("user, password and vhost are percent-decoded, so vhost / is %2F",
+          "[rabbitmq][settings]") {
+  auto s = parsed("amqp://us%40er:p%3Ass%2Fw%25rd@mq/%2F");
+  CHECK(s.user == "us@er");
+  CHECK(s.password == "p:ss/w%rd");
+  CHECK(s.vhost == "/");
+  CHECK(parsed("amqp://mq/team%2Fa").vhost == "team/a");
+}
+
+TEST_CASE("amqps switches TLS on with peer verification and port 5671", "[rabbitmq][settings]") {
+  auto s = parsed("amqps://mq?cacertfile=/etc/ca.pem&certfile=/c.pem&keyfile=/k.pem");
+  CHECK(s.tls);
+  CHECK(s.port == 5671);
+  CHECK(s.verify_peer);
+  CHECK(s.verify_hostname);
+  CHECK(s.ca_cert_file == "/etc/ca.pem");
+  CHECK(s.client_cert_file == "/c.pem");
+  CHECK(s.client_key_file == "/k.pem");
+  auto unverified = parsed("amqps://mq?verify=verify_none");
+  CHECK_FALSE(unverified.verify_peer);
+  CHECK_FALSE(unverified.verify_hostname);
+  CHECK(unverified.describe().find("NOT verified") != std::string::npos);
+}
+
+TEST_CASE("query parameters set timeouts, the queue type and the delay levels",
+          "[rabbitmq][settings]") {
+  auto s = parsed("amqp://mq?heartbeat=30&connection_timeout=1500&operation_timeout=2500"
+                  "&queue_type=classic&delay_unit=100&delay_levels=8&connection_name=billing%20api"
+                  "&reconnect_delay_min=100&reconnect_delay_max=900");
+  CHECK(s.heartbeat == 30s);
+  CHECK(s.connect_timeout == 1500ms);
+  CHECK(s.operation_timeout == 2500ms);
+  CHECK(s.queue_type == bus::rabbitmq_queue_type::classic);
+  CHECK(s.delay_unit == 100ms);
+  CHECK(s.delay_levels == 8);
+  CHECK(s.connection_name == "billing api");
+  CHECK(s.reconnect_delay_min == 100ms);
+  CHECK(s.reconnect_delay_max == 900ms);
+  CHECK(parsed("amqp://[::1]:5680/").host == "::1");
+  CHECK(parsed("amqp://[::1]:5680/").port == 5680);
+}
+
+TEST_CASE("a malformed URL is refused with a message that names the mistake",
+          "[rabbitmq][settings]") {
+  CHECK_THAT(refusal("http://mq"), Catch::Contains("amqp:// or amqps://"));
+  CHECK_THAT(refusal("amqp://mq:notaport"), Catch::Contains("port 'notaport'"));
+  CHECK_THAT(refusal("amqp://mq:70000"), Catch::Contains("port"));
+  CHECK_THAT(refusal("amqp://mq?hearbeat=5"), Catch::Contains("unknown parameter 'hearbeat'"));
+  CHECK_THAT(refusal("amqp://mq?queue_type=stream"), Catch::Contains("quorum nor classic"));
+  CHECK_THAT(refusal("amqp://mq?heartbeat=soon"), Catch::Contains("seconds"));
+  CHECK_THAT(refusal("amqp://mq/a/b"), Catch::Contains("%2F"));
+  CHECK_THAT(refusal("amqp://mq/%zz"), Catch::Contains("%-escape"));
+  CHECK_THAT(refusal("amqp://mq?cacertfile=/ca.pem"), Catch::Contains("not amqps"));
+  CHECK_THAT(refusal("amqps://mq?certfile=/c.pem"), Catch::Contains("both certfile and keyfile"));
+}
+
+TEST_CASE("settings refuse delay levels the broker could not hold", "[rabbitmq][settings]") {
+  CHECK_THAT(refusal("amqp://mq?delay_levels=0"), Catch::Contains("between 1 and 40"));
+  CHECK_THAT(refusal("amqp://mq?delay_unit=0"), Catch::Contains("delay_unit"));
+  // 2^28 s exceeds the largest TTL RabbitMQ takes; 28 levels of 1 s do not.
+  CHECK_THAT(refusal("amqp://mq?delay_levels=29"), Catch::Contains("largest message TTL"));
+  CHECK(parsed("amqp://mq?delay_levels=28").delay_levels == 28);
+}
+
+TEST_CASE("every mistake of a settings value is reported at once", "[rabbitmq][settings]") {
+  bus::rabbitmq_settings s;
+  s.host = "";
+  s.operation_timeout = 0ms;
+  s.reconnect_delay_max = 1ms;
+  auto valid = s.validate();
+  REQUIRE_FALSE(valid);
+  CHECK_THAT(valid.error().message, Catch::Contains("host is empty"));
+  CHECK_THAT(valid.error().message, Catch::Contains("operation_timeout"));
+  CHECK_THAT(valid.error().message, Catch::Contains("reconnect_delay_min <= reconnect_delay_max"));
+}
+
+TEST_CASE("the password appears in no description and no error", "[rabbitmq][settings]") {
+  auto s = parsed("amqp://billing:hunter2@mq:5672/orders");
+  CHECK(s.describe() == "amqp://billing@mq:5672/orders");
+  CHECK(parsed("amqp://mq").describe() == "amqp://guest@mq:5672/%2F");
+  auto message = refusal("amqp://billing:hunter2@mq:bad/orders");
+  CHECK_THAT(message, !Catch::Contains("hunter2"));
+  CHECK_THAT(message, Catch::Contains("billing:***@mq"));
+  CHECK(bus::redact_url("amqp://u:p@ss@h/v") == "amqp://u:***@h/v");
+  CHECK(bus::redact_url("amqp://u@h/v") == "amqp://u@h/v");
+  CHECK(bus::redact_url("not a url") == "not a url");
+}
+
+TEST_CASE("settings come from an environment variable", "[rabbitmq][settings]") {
+  ::setenv("BUS_TEST_RABBITMQ_URL", "amqp://env-user:pw@env-host:5999/env", 1);
+  auto s = bus::rabbitmq_settings_from_env("BUS_TEST_RABBITMQ_URL");
+  REQUIRE(s);
+  CHECK(s->host == "env-host");
+  CHECK(s->port == 5999);
+  CHECK(s->user == "env-user");
+  ::setenv("BUS_TEST_RABBITMQ_URL", "amqp://env-user:pw@env-host:x/", 1);
+  auto bad = bus::rabbitmq_settings_from_env("BUS_TEST_RABBITMQ_URL");
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::StartsWith("BUS_TEST_RABBITMQ_URL: "));
+  CHECK_THAT(bad.error().message, !Catch::Contains(":pw@"));
+  ::unsetenv("BUS_TEST_RABBITMQ_URL");
+  auto missing = bus::rabbitmq_settings_from_env("BUS_TEST_RABBITMQ_URL");
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::Contains("BUS_TEST_RABBITMQ_URL is not set"));
+}
+
+TEST_CASE("settings come from the first URL line of a file", "[rabbitmq][settings]") {
+  char name[] = "/tmp/bus-rabbitmq-settings-XXXXXX";
+  int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::string path = name;
+  {
+    std::ofstream out(path);
+    out << "# the billing broker\n\n  amqps://file-user:pw@file-host/?cacertfile=/ca.pem  \n";
+  }
+  auto s = bus::rabbitmq_settings_from_file(path);
+  REQUIRE(s);
+  CHECK(s->host == "file-host");
+  CHECK(s->tls);
+  CHECK(s->ca_cert_file == "/ca.pem");
+  {
+    std::ofstream out(path);
+    out << "# nothing here\n";
+  }
+  auto empty = bus::rabbitmq_settings_from_file(path);
+  REQUIRE_FALSE(empty);
+  CHECK_THAT(empty.error().message, Catch::Contains("holds no URL"));
+  std::remove(path.c_str());
+  auto missing = bus::rabbitmq_settings_from_file(path);
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::Contains("cannot read"));
+}

@@ -1,0 +1,56 @@
+# The RabbitMQ transport's tests (issue 6). Included from
+# tests/transports/CMakeLists.txt when bus::rabbitmq exists.
+#
+# Most of them run against a real broker: a throwaway node that the ctest
+# fixture "rabbitmq" starts before them (in the build tree, on free ports,
+# under its own node name) and stops after them. If it cannot start, the
+# setup test fails and every test that needs it is reported as not run, a
+# failure: nothing is skipped for want of a broker.
+find_package(rabbitmq-c CONFIG REQUIRED) # the raw client some tests publish with
+
+set(bus_rabbitmq_broker_dir "${CMAKE_CURRENT_BINARY_DIR}/rabbitmq-broker")
+set(bus_rabbitmq_broker_script "${PROJECT_SOURCE_DIR}/scripts/rabbitmq-test-broker.sh")
+
+add_test(NAME "rabbitmq: start a throwaway broker"
+         COMMAND "${bus_rabbitmq_broker_script}" start "${bus_rabbitmq_broker_dir}")
+set_tests_properties("rabbitmq: start a throwaway broker" PROPERTIES
+  FIXTURES_SETUP rabbitmq TIMEOUT 200)
+add_test(NAME "rabbitmq: stop the throwaway broker"
+         COMMAND "${bus_rabbitmq_broker_script}" stop "${bus_rabbitmq_broker_dir}")
+set_tests_properties("rabbitmq: stop the throwaway broker" PROPERTIES
+  FIXTURES_CLEANUP rabbitmq TIMEOUT 60)
+
+# The pure parts (URL parsing, delay-level arithmetic, envelopes from AMQP
+# messages) need no broker.
+bus_test_binary(rabbitmq_unit_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/settings_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/delay_levels_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/amqp_message_test.cpp
+  LIBS bus::rabbitmq rabbitmq::rabbitmq)
+target_include_directories(rabbitmq_unit_tests PRIVATE "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src")
+
+# bus_rabbitmq_test_binary(NAME SOURCES...): like bus_test_binary, and each
+# discovered test needs the broker fixture and finds the broker through
+# BUS_TEST_BROKER_DIR.
+function(bus_rabbitmq_test_binary name)
+  cmake_parse_arguments(arg "" "" "SOURCES" ${ARGN})
+  add_executable(${name} ${arg_SOURCES} $<TARGET_OBJECTS:bus_catch_main>)
+  target_link_libraries(${name} PRIVATE Catch2::Catch2 bus_flags bus::rabbitmq bus::in_memory
+                                        rabbitmq::rabbitmq)
+  target_compile_definitions(${name} PRIVATE CATCH_CONFIG_ENABLE_CHRONO_STRINGMAKER)
+  target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests"
+                                             "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
+  catch_discover_tests(${name} TEST_PREFIX "${name}: "
+    PROPERTIES FIXTURES_REQUIRED rabbitmq
+               ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_broker_dir}"
+               TIMEOUT 90)
+endfunction()
+
+# The conformance suite, compiled again with the RabbitMQ fixture.
+bus_rabbitmq_test_binary(rabbitmq_conformance
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/conformance_rabbitmq.cpp)
+
+bus_rabbitmq_test_binary(rabbitmq_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/delayed_delivery_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/connection_test.cpp)
