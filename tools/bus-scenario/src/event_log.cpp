@@ -1,0 +1,128 @@
+#include "event_log.hpp"
+
+#include <algorithm>
+
+namespace bus::scenario {
+
+namespace {
+
+// Every kind of event, in the order the summary lists them.
+constexpr event_kind all_kinds[] = {
+  event_kind::received,           event_kind::handled,
+  event_kind::failed,             event_kind::immediate_retry,
+  event_kind::redelivery_scheduled, event_kind::dead_lettered,
+  event_kind::discarded,          event_kind::skipped,
+  event_kind::requeued,           event_kind::rate_limit_started,
+  event_kind::rate_limit_ended,
+};
+
+// The events that end a message: it is not delivered again.
+bool ends_message(event_kind kind) {
+  return kind == event_kind::handled || kind == event_kind::dead_lettered
+         || kind == event_kind::discarded || kind == event_kind::skipped;
+}
+
+bool has_delay(event_kind kind) {
+  return kind == event_kind::immediate_retry || kind == event_kind::redelivery_scheduled;
+}
+
+// Where the bus's detail text says why (not merely the exception's message,
+// which "failed" carries and the script wrote).
+bool has_reason(event_kind kind) {
+  return kind == event_kind::dead_lettered || kind == event_kind::discarded
+         || kind == event_kind::skipped || kind == event_kind::rate_limit_started
+         || kind == event_kind::rate_limit_ended;
+}
+
+} // namespace
+
+event_log::event_log(std::ostream& out, std::shared_ptr<const message_names> names,
+                     std::function<duration()> clock, std::vector<std::string> messages)
+    : out_(&out), names_(std::move(names)), clock_(std::move(clock)),
+      messages_(std::move(messages)) {}
+
+nlohmann::ordered_json event_log::line_of(const bus_event& e) const {
+  nlohmann::ordered_json j;
+  j["time_ms"] = clock_().count();
+  j["endpoint"] = e.endpoint;
+  bool about_a_message = !e.message_id.empty();
+  if (about_a_message)
+    j["message"] = names_->find(e.message_id).value_or(e.message_id);
+  j["event"] = std::string(to_string(e.kind));
+  if (about_a_message)
+    j["delivery"] = e.delivery_count;
+  if (e.attempt > 0)
+    j["attempt"] = e.attempt;
+  if (has_delay(e.kind))
+    j["delay_ms"] = e.delay.count();
+  if (!e.exception_type.empty())
+    j["exception"] = scenario_name_of(e.exception_type);
+  if (has_reason(e.kind) && !e.detail.empty())
+    j["reason"] = e.detail;
+  return j;
+}
+
+void event_log::record(const bus_event& e) noexcept {
+  try {
+    auto line = line_of(e).dump();
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (closed_)
+      return;
+    *out_ << line << '\n';
+    ++counts_[e.kind];
+    if (ends_message(e.kind))
+      if (auto name = names_->find(e.message_id))
+        outcomes_[*name] = std::string(to_string(e.kind));
+    changed_.notify_all();
+  } catch (...) {
+    // An observer must not throw into the bus; a line lost to a full disk
+    // is not worth a crash.
+  }
+}
+
+void event_log::close() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  closed_ = true;
+}
+
+bool event_log::finished() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return outcomes_.size() == messages_.size();
+}
+
+bool event_log::wait_until_finished(std::chrono::steady_clock::duration timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return outcomes_.size() == messages_.size(); });
+}
+
+nlohmann::ordered_json event_log::summary(const script_book& book) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  nlohmann::ordered_json outcomes;
+  for (auto kind : {"handled", "dead_lettered", "discarded", "skipped"})
+    outcomes[kind] = std::count_if(outcomes_.begin(), outcomes_.end(),
+                                   [&](const auto& o) { return o.second == kind; });
+  outcomes["unfinished"] = messages_.size() - outcomes_.size();
+  nlohmann::ordered_json events;
+  for (auto kind : all_kinds) {
+    auto it = counts_.find(kind);
+    events[std::string(to_string(kind))] = it == counts_.end() ? 0 : it->second;
+  }
+  nlohmann::ordered_json by_message;
+  for (const auto& name : messages_) {
+    auto it = outcomes_.find(name);
+    by_message[name] = {{"outcome", it == outcomes_.end() ? "unfinished" : it->second},
+                        {"attempts", book.attempts(name)}};
+  }
+  nlohmann::ordered_json s;
+  s["messages"] = messages_.size();
+  s["outcomes"] = std::move(outcomes);
+  s["events"] = std::move(events);
+  s["attempts"] = book.total_attempts();
+  s["deaths"] = book.deaths();
+  s["by_message"] = std::move(by_message);
+  nlohmann::ordered_json out;
+  out["summary"] = std::move(s);
+  return out;
+}
+
+} // namespace bus::scenario

@@ -1,0 +1,65 @@
+// The output of a run: one JSON object per line for each event of the bus,
+// as it happens, and a summary at the end (docs/scenarios.md shows both).
+//
+// record() is the bus's observer: thread-safe, quick, and it never throws.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bus/events.hpp"
+#include "naming_transport.hpp"
+#include "script_book.hpp"
+
+namespace bus::scenario {
+
+class event_log {
+public:
+  // `messages`: the scenario's message names, in the order they were
+  // written; `clock`: the time since the start of the run.
+  event_log(std::ostream& out, std::shared_ptr<const message_names> names,
+            std::function<duration()> clock, std::vector<std::string> messages);
+
+  void record(const bus_event& e) noexcept;
+
+  // Whether every message has ended: handled, dead-lettered, discarded or
+  // skipped.
+  [[nodiscard]] bool finished() const;
+  // Waits until finished() or `timeout` has passed (wall clock); returns
+  // finished().
+  bool wait_until_finished(std::chrono::steady_clock::duration timeout);
+
+  // Ignores every later event, so that the summary stays the last line
+  // even if stopping the bus still reports something.
+  void close();
+
+  // {"summary": {...}}: the outcome of each message and the count of each
+  // event, with the attempts the book counted.
+  [[nodiscard]] nlohmann::ordered_json summary(const script_book& book) const;
+
+  // The JSON line for `e` (without the newline), names resolved.
+  [[nodiscard]] nlohmann::ordered_json line_of(const bus_event& e) const;
+
+private:
+  std::ostream* out_;
+  std::shared_ptr<const message_names> names_;
+  std::function<duration()> clock_;
+  std::vector<std::string> messages_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<event_kind, std::size_t> counts_;
+  std::map<std::string, std::string> outcomes_; // message name -> its ending event
+  bool closed_ = false;
+};
+
+} // namespace bus::scenario

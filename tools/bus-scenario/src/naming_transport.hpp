@@ -1,0 +1,75 @@
+// The bus gives every message an id of its own; the output names messages
+// as the scenario does. This transport decorator learns which id stands for
+// which name as messages go out: send_message() puts the scenario's name in
+// a header, and the bus hands the envelope, id and all, to the transport
+// before any endpoint can see it. Everything else is passed through.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "bus/transport.hpp"
+
+namespace bus::scenario {
+
+// The header that carries a message's scenario name.
+inline constexpr std::string_view scenario_name_header = "scenario-message";
+
+// Bus message id -> scenario name. Thread-safe.
+class message_names {
+public:
+  void remember(const std::string& message_id, std::string name);
+  [[nodiscard]] std::optional<std::string> find(const std::string& message_id) const;
+
+private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> names_;
+};
+
+class naming_transport final : public transport {
+public:
+  naming_transport(transport_ptr inner, std::shared_ptr<message_names> names)
+      : inner_(std::move(inner)), names_(std::move(names)) {}
+
+  [[nodiscard]] std::string_view name() const noexcept override { return inner_->name(); }
+  [[nodiscard]] transport_capabilities capabilities() const noexcept override {
+    return inner_->capabilities();
+  }
+  result<void> declare_queue(const std::string& queue) override {
+    return inner_->declare_queue(queue);
+  }
+  result<void> subscribe(const std::string& queue, const std::string& message_type) override {
+    return inner_->subscribe(queue, message_type);
+  }
+  result<void> consume(const std::string& queue, std::size_t max_unacked,
+                       delivery_handler on_delivery) override {
+    return inner_->consume(queue, max_unacked, std::move(on_delivery));
+  }
+  void cancel(const std::string& queue) override { inner_->cancel(queue); }
+  result<void> send(const std::string& queue, envelope msg) override {
+    learn(msg);
+    return inner_->send(queue, std::move(msg));
+  }
+  result<void> send_delayed(const std::string& queue, envelope msg, duration delay) override {
+    learn(msg);
+    return inner_->send_delayed(queue, std::move(msg), delay);
+  }
+  result<void> publish(envelope msg) override {
+    learn(msg);
+    return inner_->publish(std::move(msg));
+  }
+  result<void> ack(std::uint64_t tag) override { return inner_->ack(tag); }
+  result<void> reject(std::uint64_t tag, bool requeue) override {
+    return inner_->reject(tag, requeue);
+  }
+
+private:
+  void learn(const envelope& msg);
+
+  transport_ptr inner_;
+  std::shared_ptr<message_names> names_;
+};
+
+} // namespace bus::scenario

@@ -1,0 +1,441 @@
+// The top of a scenario file: message types, the bus, endpoints and their
+// handlers, and the messages to send.
+#include <algorithm>
+#include <set>
+
+#include "parse_common.hpp"
+#include "scenario.hpp"
+
+namespace bus::scenario {
+
+namespace {
+
+// Reads an array of `T`, each element by `parse`; false if any failed.
+template <class T, class F>
+bool read_list(const node& n, std::vector<T>& out, F parse) {
+  auto items = n.as_array();
+  if (!items)
+    return false;
+  bool ok = true;
+  for (const auto& item : *items) {
+    if (auto v = parse(item))
+      out.push_back(std::move(*v));
+    else
+      ok = false;
+  }
+  return ok;
+}
+
+std::optional<std::string> exception_name(const node& n) {
+  const auto* type = detail::exception_type_at(n, false);
+  return type ? std::optional<std::string>(type->name) : std::nullopt;
+}
+
+std::optional<std::size_t> message_slot_of(const node& n, const std::vector<std::string>& types) {
+  auto name = n.as_string();
+  if (!name)
+    return std::nullopt;
+  auto it = std::find(types.begin(), types.end(), *name);
+  if (it == types.end()) {
+    n.error(unknown_name_text("message type", *name, types) + "; declare it in message_types");
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(it - types.begin());
+}
+
+// A script whose consumer dies is run by an actor, which the bus can only
+// report as failing with handler_actor_error, and whose consumer's death
+// returns the message to its queue as it was.
+bool check_actor_script(diagnostics& d, const std::string& path, const std::vector<step>& script) {
+  bool ok = true;
+  for (std::size_t i = 0; i < script.size(); ++i) {
+    const auto& s = script[i];
+    auto step_path = join_path(path, i);
+    if (s.what == step::kind::raise && s.exception != "handler_actor_error") {
+      d.error(join_path(step_path, "throw"),
+              "a handler with \"die\" in a script runs in an actor, and the bus reports every "
+              "failure of an actor as handler_actor_error; throw that here");
+      ok = false;
+    }
+    if (s.what == step::kind::poison) {
+      d.error(join_path(step_path, "poison"),
+              "a handler with \"die\" in a script runs in an actor, which cannot mark a "
+              "message as poison");
+      ok = false;
+    }
+  }
+  if (script.back().what == step::kind::die) {
+    d.error(join_path(path, script.size() - 1),
+            "a script cannot end with \"die\": its last step repeats for every later attempt, "
+            "and a consumer's death returns the message to its queue unchanged, so it would "
+            "be delivered forever");
+    ok = false;
+  }
+  return ok;
+}
+
+// Decides which handlers actors serve, once every script is known, and
+// checks their scripts; false if one cannot run in an actor.
+bool assign_actors(scenario& s, const node& endpoints, diagnostics& d) {
+  bool ok = true;
+  std::set<std::string> checked; // a message with a count shares one script
+  for (std::size_t ei = 0; ei < s.endpoints.size(); ++ei) {
+    auto& e = s.endpoints[ei];
+    for (std::size_t hi = 0; hi < e.handlers.size(); ++hi) {
+      auto& h = e.handlers[hi];
+      std::vector<const send_spec*> overrides;
+      for (const auto& m : s.sends)
+        if (m.to == e.name && m.type == h.message_type && m.script)
+          overrides.push_back(&m);
+      h.by_actor = has_die(h.script) || std::any_of(overrides.begin(), overrides.end(),
+                                                    [](auto* m) { return has_die(*m->script); });
+      if (!h.by_actor)
+        continue;
+      auto path = join_path(join_path(join_path(endpoints.path(), ei), "handlers"), hi);
+      ok = check_actor_script(d, join_path(path, "script"), h.script) && ok;
+      for (const auto* m : overrides)
+        if (checked.insert(m->script_path).second)
+          ok = check_actor_script(d, m->script_path, *m->script) && ok;
+      if (!h.outages.empty()) {
+        d.error(join_path(path, "outages"),
+                "a handler with \"die\" in a script runs in an actor, which the bus reports "
+                "as failing with handler_actor_error only; give outages to handlers without "
+                "\"die\"");
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+// A message's own script only matters if its endpoint has a handler for it.
+bool check_script_targets(const scenario& s, diagnostics& d) {
+  bool ok = true;
+  std::set<std::string> checked;
+  for (const auto& m : s.sends) {
+    if (!m.script || !checked.insert(m.script_path).second)
+      continue;
+    auto e = std::find_if(s.endpoints.begin(), s.endpoints.end(),
+                          [&](const endpoint_spec& x) { return x.name == m.to; });
+    if (e != s.endpoints.end()
+        && std::none_of(e->handlers.begin(), e->handlers.end(),
+                        [&](const handler_spec& h) { return h.message_type == m.type; })) {
+      d.error(m.script_path, "endpoint \"" + m.to + "\" has no handler for " + m.type
+                               + ": the message is skipped and runs no script");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+std::optional<handler_spec> parse_handler(const node& n, const std::vector<std::string>& types) {
+  auto o = n.as_object({"message", "policy", "script", "outages"});
+  if (!o)
+    return std::nullopt;
+  handler_spec h;
+  bool ok = true;
+  if (auto f = o->require("message")) {
+    auto slot = message_slot_of(*f, types);
+    ok = ok && slot;
+    if (slot) {
+      h.message_slot = *slot;
+      h.message_type = types[*slot];
+    }
+  } else {
+    ok = false;
+  }
+  if (auto f = o->get("policy")) {
+    h.policy = parse_policy(*f);
+    ok = ok && h.policy;
+  }
+  if (auto f = o->get("script")) {
+    bool read = read_list(*f, h.script, parse_step);
+    if (read && h.script.empty()) {
+      f->error("expected at least one step");
+      read = false;
+    }
+    ok = ok && read;
+  }
+  if (h.script.empty())
+    h.script.push_back(step::of(step::kind::succeed));
+  if (auto f = o->get("outages"))
+    ok = read_list(*f, h.outages, parse_outage) && ok;
+  if (!ok)
+    return std::nullopt;
+  return h;
+}
+
+std::optional<rate_limit_spec> parse_rate_limit(const node& n) {
+  auto o = n.as_object({"consecutive_failures", "wait"});
+  if (!o)
+    return std::nullopt;
+  rate_limit_spec r;
+  auto threshold = o->require("consecutive_failures");
+  auto failures = threshold ? detail::int_at(*threshold, 0) : std::nullopt;
+  auto wait_node = o->require("wait");
+  auto wait = wait_node ? wait_node->as_duration() : std::nullopt;
+  if (!failures || !wait)
+    return std::nullopt;
+  r.consecutive_failures = *failures;
+  r.wait = *wait;
+  return r;
+}
+
+std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std::string>& types) {
+  auto o = n.as_object({"name", "slots", "error_queue", "policy", "unrecoverable",
+                        "immediate_retries", "discard_faulted_messages", "rate_limit", "handlers"});
+  if (!o)
+    return std::nullopt;
+  endpoint_spec e;
+  bool ok = true;
+  if (auto f = o->require("name")) {
+    auto name = f->as_string();
+    ok = ok && name;
+    e.name = name.value_or("");
+  } else {
+    ok = false;
+  }
+  if (auto f = o->get("slots")) {
+    auto slots = f->as_integer(0); // 0 is the bus's to refuse, in its words
+    ok = ok && slots;
+    e.slots = static_cast<std::size_t>(slots.value_or(1));
+  }
+  if (auto f = o->get("error_queue")) {
+    e.error_queue = f->as_string();
+    ok = ok && e.error_queue;
+  }
+  if (auto f = o->get("policy")) {
+    e.policy = parse_policy(*f);
+    ok = ok && e.policy;
+  }
+  if (auto f = o->get("unrecoverable"))
+    ok = read_list(*f, e.unrecoverable, exception_name) && ok;
+  if (auto f = o->get("immediate_retries")) {
+    e.immediate_retries = f->as_bool();
+    ok = ok && e.immediate_retries;
+  }
+  if (auto f = o->get("discard_faulted_messages")) {
+    auto on = f->as_bool();
+    ok = ok && on;
+    e.discard_faulted_messages = on.value_or(false);
+  }
+  if (auto f = o->get("rate_limit")) {
+    e.rate_limit = parse_rate_limit(*f);
+    ok = ok && e.rate_limit;
+  }
+  if (auto f = o->require("handlers")) {
+    ok = read_list(*f, e.handlers, [&](const node& h) { return parse_handler(h, types); }) && ok;
+  } else {
+    ok = false;
+  }
+  if (!ok)
+    return std::nullopt;
+  return e;
+}
+
+bool parse_bus(const node& n, bus_spec& out) {
+  auto o = n.as_object({"policy", "host_policy", "transport_policy", "unrecoverable",
+                        "max_retry_time", "jitter_seed"});
+  if (!o)
+    return false;
+  bool ok = true;
+  auto policy = [&](std::string_view key, std::optional<policy_spec>& target) {
+    if (auto f = o->get(key)) {
+      target = parse_policy(*f);
+      ok = ok && target;
+    }
+  };
+  policy("policy", out.policy);
+  policy("host_policy", out.host_policy);
+  policy("transport_policy", out.transport_policy);
+  if (auto f = o->get("unrecoverable"))
+    ok = read_list(*f, out.unrecoverable, exception_name) && ok;
+  if (auto f = o->get("max_retry_time")) {
+    out.max_retry_time = f->as_duration();
+    ok = ok && out.max_retry_time;
+  }
+  if (auto f = o->get("jitter_seed")) {
+    auto seed = f->as_integer(0);
+    ok = ok && seed;
+    if (seed)
+      out.jitter_seed = static_cast<std::uint64_t>(*seed);
+  }
+  return ok;
+}
+
+bool parse_message_types(const node& n, std::vector<std::string>& out) {
+  auto items = n.as_array();
+  if (!items)
+    return false;
+  bool ok = true;
+  if (items->empty()) {
+    n.error("expected at least one message type");
+    ok = false;
+  }
+  if (items->size() > max_message_types) {
+    n.error("at most " + std::to_string(max_message_types) + " message types per scenario");
+    ok = false;
+  }
+  for (const auto& item : *items) {
+    auto name = item.as_string();
+    if (!name) {
+      ok = false;
+    } else if (name->empty()) {
+      item.error("expected a non-empty name");
+      ok = false;
+    } else if (std::find(out.begin(), out.end(), *name) != out.end()) {
+      item.error("message type \"" + *name + "\" is declared twice");
+      ok = false;
+    } else {
+      out.push_back(*name);
+    }
+  }
+  return ok;
+}
+
+// One entry of "send", several if it has a count: "order" x 3 is order-1,
+// order-2, order-3.
+bool parse_send(const node& n, const scenario& s, const std::vector<std::string>& endpoints,
+                std::set<std::string>& names, std::vector<send_spec>& out) {
+  auto o = n.as_object({"name", "type", "to", "at", "count", "script"});
+  if (!o)
+    return false;
+  send_spec base;
+  bool ok = true;
+  auto name_node = o->require("name");
+  auto name = name_node ? name_node->as_string() : std::nullopt;
+  ok = ok && name;
+  if (auto f = o->require("type")) {
+    auto slot = message_slot_of(*f, s.message_types);
+    ok = ok && slot;
+    if (slot) {
+      base.message_slot = *slot;
+      base.type = s.message_types[*slot];
+    }
+  } else {
+    ok = false;
+  }
+  if (auto f = o->require("to")) {
+    auto to = f->as_string();
+    if (to && std::find(endpoints.begin(), endpoints.end(), *to) == endpoints.end()) {
+      f->error(unknown_name_text("endpoint", *to, endpoints));
+      ok = false;
+    }
+    ok = ok && to;
+    base.to = to.value_or("");
+  } else {
+    ok = false;
+  }
+  if (auto f = o->get("at")) {
+    auto at = f->as_duration();
+    ok = ok && at;
+    base.at = at.value_or(duration{});
+  }
+  if (auto f = o->get("script")) {
+    base.script.emplace();
+    bool read = read_list(*f, *base.script, parse_step);
+    if (read && base.script->empty()) {
+      f->error("expected at least one step");
+      read = false;
+    }
+    ok = ok && read;
+    base.script_path = f->path();
+  }
+  int count = 1;
+  if (auto f = o->get("count")) {
+    auto c = detail::int_at(*f, 1);
+    ok = ok && c;
+    count = c.value_or(1);
+  }
+  if (!ok)
+    return false;
+  for (int i = 1; i <= count; ++i) {
+    auto m = base;
+    m.name = count == 1 ? *name : *name + "-" + std::to_string(i);
+    if (!names.insert(m.name).second) {
+      name_node->error("message name \"" + m.name + "\" is used twice");
+      return false;
+    }
+    out.push_back(std::move(m));
+  }
+  return true;
+}
+
+// The names the file gives its endpoints, even those with other mistakes,
+// so that a send to them is not reported as well.
+std::vector<std::string> endpoint_names(const nlohmann::json& document) {
+  std::vector<std::string> out;
+  auto endpoints = document.find("endpoints");
+  if (endpoints == document.end() || !endpoints->is_array())
+    return out;
+  for (const auto& e : *endpoints)
+    if (e.is_object() && e.contains("name") && e["name"].is_string())
+      out.push_back(e["name"].get<std::string>());
+  return out;
+}
+
+} // namespace
+
+bool has_die(const std::vector<step>& script) {
+  return std::any_of(script.begin(), script.end(),
+                     [](const step& s) { return s.what == step::kind::die; });
+}
+
+std::optional<scenario> parse_scenario(const nlohmann::json& document, diagnostics& d) {
+  node root(document, "", d);
+  auto o = root.as_object({"description", "message_types", "bus", "endpoints", "send"});
+  if (!o)
+    return std::nullopt;
+  scenario s;
+  bool ok = true;
+  if (auto f = o->get("description")) {
+    auto text = f->as_string();
+    ok = ok && text;
+    s.description = text.value_or("");
+  }
+  if (auto f = o->require("message_types"))
+    ok = parse_message_types(*f, s.message_types) && ok;
+  else
+    ok = false;
+  if (auto f = o->get("bus"))
+    ok = parse_bus(*f, s.bus) && ok;
+  if (auto f = o->require("endpoints")) {
+    bool all_read = read_list(*f, s.endpoints, [&](const node& e) {
+      return parse_endpoint(e, s.message_types);
+    });
+    ok = ok && all_read;
+    // Indices match the file's only when every endpoint was read.
+    std::set<std::string> names;
+    for (std::size_t i = 0; all_read && i < s.endpoints.size(); ++i)
+      if (!names.insert(s.endpoints[i].name).second) {
+        d.error(join_path(join_path(f->path(), i), "name"),
+                "endpoint \"" + s.endpoints[i].name + "\" is defined twice");
+        ok = false;
+      }
+  } else {
+    ok = false;
+  }
+  if (auto f = o->require("send")) {
+    std::set<std::string> names;
+    if (auto items = f->as_array()) {
+      auto endpoints = endpoint_names(document);
+      for (const auto& item : *items)
+        ok = parse_send(item, s, endpoints, names, s.sends) && ok;
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  if (ok) {
+    ok = check_script_targets(s, d);
+    ok = assign_actors(s, *o->get("endpoints"), d) && ok;
+  }
+  if (!ok || !d.empty())
+    return std::nullopt;
+  std::stable_sort(s.sends.begin(), s.sends.end(),
+                   [](const send_spec& a, const send_spec& b) { return a.at < b.at; });
+  return s;
+}
+
+} // namespace bus::scenario

@@ -1,0 +1,162 @@
+// A scenario as read from its file: plain data, validated, with every name
+// resolved to something that exists (docs/scenarios.md describes the format).
+// Building a bus from it is topology.hpp's job.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bus/policy/backoff.hpp"
+#include "exception_types.hpp"
+#include "json_reader.hpp"
+
+namespace bus::scenario {
+
+// A condition on the fields of an exception: a tree of comparisons.
+struct predicate {
+  enum class op { equals, not_equals, in, contains, all, any, negate };
+  op kind = op::equals;
+  std::string field;                // equals, not_equals, in, contains
+  std::vector<field_value> values;  // one, except for `in`
+  std::vector<predicate> operands;  // all, any, negate (one)
+};
+
+// The settings of one tier, retry or redelivery, as written; which DSL call
+// they become is decided in apply_policy.cpp.
+struct tier_spec {
+  std::optional<int> count;
+  std::optional<duration> delay;
+  std::optional<bus::backoff> backoff;
+  std::optional<std::vector<duration>> intervals;
+  std::optional<std::string> delay_from; // a duration field of the exception
+  std::optional<bool> jitter;
+  std::optional<duration> max_delay;
+};
+
+enum class terminal { dead_letter, discard };
+
+struct rule_spec {
+  std::string on; // an exception type, or "any" for on_any()
+  std::optional<predicate> when;
+  std::optional<int> max_attempts;
+  std::optional<duration> max_time;
+  std::optional<tier_spec> retry;
+  std::optional<tier_spec> redeliver;
+  std::optional<terminal> action; // dead_letter() or discard(): the whole chain
+  bool then_dead_letter = false;  // "then": "dead_letter" after retry or redeliver
+};
+
+// The rules of one scope.
+struct policy_spec {
+  // The parameterless add_resilience() first: on_any().retry().then_redeliver().
+  bool defaults = false;
+  std::vector<rule_spec> rules;
+};
+
+// What one attempt of the handler does.
+struct step {
+  enum class kind { succeed, die, raise, poison };
+  kind what = kind::succeed;
+  std::string exception; // raise: the type
+  std::string message;   // raise: what(); poison: the reason
+  field_values fields;   // raise
+  int times = 1;
+
+  [[nodiscard]] static step of(kind k) {
+    step s;
+    s.what = k;
+    return s;
+  }
+};
+
+// While [from, until) on the scenario's clock every attempt fails with this.
+struct outage {
+  duration from{};
+  duration until{};
+  std::string exception;
+  std::string message;
+  field_values fields;
+};
+
+struct handler_spec {
+  std::string message_type;
+  std::size_t message_slot = 0; // the index of message_type in scenario::message_types
+  std::optional<policy_spec> policy;
+  std::vector<step> script;     // never empty: ["succeed"] by default
+  std::vector<outage> outages;
+  // Whether the handler is served by an actor (the bus's way of letting a
+  // consumer die mid-message) rather than a function: set when its own
+  // script or that of a message sent to it has a "die" step.
+  bool by_actor = false;
+};
+
+[[nodiscard]] bool has_die(const std::vector<step>& script);
+
+struct rate_limit_spec {
+  int consecutive_failures = 0;
+  duration wait{};
+};
+
+struct endpoint_spec {
+  std::string name;
+  std::size_t slots = 1;
+  std::optional<std::string> error_queue;
+  std::optional<policy_spec> policy;
+  std::vector<std::string> unrecoverable;
+  std::optional<bool> immediate_retries;
+  bool discard_faulted_messages = false;
+  std::optional<rate_limit_spec> rate_limit;
+  std::vector<handler_spec> handlers;
+};
+
+struct bus_spec {
+  std::optional<policy_spec> policy; // the bus scope
+  std::optional<policy_spec> host_policy;
+  std::optional<policy_spec> transport_policy;
+  std::vector<std::string> unrecoverable;
+  std::optional<duration> max_retry_time;
+  std::optional<std::uint64_t> jitter_seed;
+};
+
+// One message to send; a "count" in the file becomes several of these.
+struct send_spec {
+  std::string name; // unique in the scenario: how the output names the message
+  std::string type;
+  std::size_t message_slot = 0;
+  std::string to;
+  duration at{};
+  // The message's own script, instead of its handler's.
+  std::optional<std::vector<step>> script;
+  std::string script_path; // where the file wrote it, for later checks
+};
+
+// At most this many message types per scenario: each needs a C++ type of
+// its own (scenario_messages.hpp).
+inline constexpr std::size_t max_message_types = 8;
+
+struct scenario {
+  std::string description;
+  std::vector<std::string> message_types;
+  bus_spec bus;
+  std::vector<endpoint_spec> endpoints;
+  std::vector<send_spec> sends; // in the order of their time, then of the file
+};
+
+// Reads and checks a scenario; every mistake goes to `d` with its path, and
+// then there is no scenario. Mistakes the bus itself checks (a rule without
+// an action, a maximum delay below the base delay) are left to it, so that
+// they are reported in its own words when the bus is built.
+[[nodiscard]] std::optional<scenario> parse_scenario(const nlohmann::json& document,
+                                                     diagnostics& d);
+
+// Parts of the parser, in their own files.
+[[nodiscard]] std::optional<policy_spec> parse_policy(const node& n);
+[[nodiscard]] std::optional<step> parse_step(const node& n);
+[[nodiscard]] std::optional<outage> parse_outage(const node& n);
+
+} // namespace bus::scenario

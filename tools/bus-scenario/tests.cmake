@@ -1,0 +1,120 @@
+# The scenario runner's tests, included by tests/CMakeLists.txt. Each sample
+# scenario runs and its summary must be the one written beside it, which
+# comes from the seed documents' arithmetic (docs/scenarios.md shows the
+# working), not from an earlier run. Then the error paths.
+
+set(_scenario_samples ${PROJECT_SOURCE_DIR}/samples/scenarios)
+set(_scenario_tests ${CMAKE_CURRENT_LIST_DIR}/tests)
+
+# bus_scenario_test(<sentence> <sample> [EVENTS] [ARGS ...] [REPEAT])
+function(bus_scenario_test sentence sample)
+  cmake_parse_arguments(arg "EVENTS;REPEAT" "" "ARGS" ${ARGN})
+  set(defines -DPROGRAM=$<TARGET_FILE:bus-scenario> -DSCENARIO=${_scenario_samples}/${sample}.json
+              -DEXPECTED=${_scenario_samples}/${sample}.expected.json)
+  if(arg_EVENTS)
+    list(APPEND defines -DEXPECTED_EVENTS=${_scenario_samples}/${sample}.expected-events.jsonl)
+  endif()
+  if(arg_REPEAT)
+    list(APPEND defines -DREPEAT=ON)
+  endif()
+  if(arg_ARGS)
+    list(APPEND defines "-DARGS=${arg_ARGS}")
+  endif()
+  add_test(NAME "scenario: ${sentence}"
+           COMMAND ${CMAKE_COMMAND} ${defines} -P ${_scenario_tests}/check_scenario.cmake)
+endfunction()
+
+# bus_scenario_refused(<sentence> EXPECTED <texts...> ARGS <arguments...> [EXIT_CODE n])
+function(bus_scenario_refused sentence)
+  cmake_parse_arguments(arg "" "EXIT_CODE" "EXPECTED;ARGS" ${ARGN})
+  set(exit_code 2)
+  if(DEFINED arg_EXIT_CODE)
+    set(exit_code ${arg_EXIT_CODE})
+  endif()
+  # A quoted argument keeps its semicolons: the lists arrive whole.
+  add_test(NAME "scenario: ${sentence}"
+           COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario> "-DARGS=${arg_ARGS}"
+                   "-DEXPECTED=${arg_EXPECTED}" -DEXIT_CODE=${exit_code}
+                   -P ${_scenario_tests}/check_refused.cmake)
+endfunction()
+
+# -- the seed documents' behaviours --------------------------------------------
+
+bus_scenario_test("the 12-attempt example ends in the error queue after 12 attempts"
+                  twelve_attempts EVENTS)
+bus_scenario_test("every chain of Mocha's chain table makes its number of attempts" chain_table)
+bus_scenario_test("n immediate and m delayed retries make (n + 1)(m + 1) attempts"
+                  attempt_arithmetic)
+bus_scenario_test("unrecoverable exceptions and their subtypes go to the error queue at once"
+                  unrecoverable)
+bus_scenario_test("rate limiting during an outage keeps most messages out of the error queue"
+                  rate_limiting)
+bus_scenario_test("the most specific scope replaces the others as a whole" scopes)
+bus_scenario_test("transport rules replace the bus's and endpoint rules replace the transport's"
+                  transport_scope)
+bus_scenario_test("conditional rules match by type, then predicate in order, then fallback"
+                  predicates)
+bus_scenario_test("a consumer that dies mid-message loses nothing" consumer_death)
+bus_scenario_test("skipped, discarded and faulted messages each end in their place"
+                  error_and_skipped_queues)
+
+# -- how it runs ---------------------------------------------------------------
+
+bus_scenario_test("output on virtual time is the same on every run, jitter included"
+                  chain_table REPEAT)
+bus_scenario_test("a scenario on the wall clock ends as it does on virtual time"
+                  consumer_death ARGS --real-time)
+add_test(NAME "scenario: the check fails when a summary differs from the expected one"
+         COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
+                 -DSCENARIO=${_scenario_samples}/twelve_attempts.json
+                 -DEXPECTED=${_scenario_tests}/twelve_attempts.wrong.expected.json
+                 -DCHECK=${_scenario_tests}/check_scenario.cmake
+                 "-DMUST_SAY=by_message:"
+                 -P ${_scenario_tests}/check_fails.cmake)
+
+# -- error paths: exit code 2 and the path of the bad field --------------------
+
+set(_scenario_invalid ${_scenario_tests}/invalid)
+bus_scenario_refused("a negative retry count is refused with the path of the field"
+  ARGS ${_scenario_invalid}/negative_retry_count.json
+  EXPECTED "negative_retry_count.json: endpoints[1].policy.rules[0].retry.count: expected a non-negative integer")
+bus_scenario_refused("unknown fields are refused, every one, with the likely intended name"
+  ARGS ${_scenario_invalid}/typos.json
+  EXPECTED "endpoints[0].slot: unknown field (did you mean \"slots\"?)"
+           "endpoints[0].policy.rules[0].retry.dealy: unknown field (did you mean \"delay\"?)")
+bus_scenario_refused("unknown exception types, endpoints and message types are refused"
+  ARGS ${_scenario_invalid}/unknown_names.json
+  EXPECTED "endpoints[0].handlers[0].script[0].throw: unknown exception type \"http_eror\" (did you mean \"http_error\"?)"
+           "send[0].to: unknown endpoint \"biling\" (did you mean \"billing\"?)"
+           "send[1].type: unknown message type \"order_place\"")
+bus_scenario_refused("a condition on a field the exception lacks or of the wrong kind is refused"
+  ARGS ${_scenario_invalid}/bad_predicate.json
+  EXPECTED "bus.policy.rules[0].when.field: unknown field of http_error \"code\""
+           "bus.policy.rules[1].when.equals: expected an integer"
+           "bus.policy.rules[2].when: on_any() takes no condition")
+bus_scenario_refused("values of the wrong kind and impossible chains are refused"
+  ARGS ${_scenario_invalid}/bad_values.json
+  EXPECTED "endpoints[0].slots: expected a non-negative integer"
+           "endpoints[0].rate_limit.wait: expected a duration"
+           "endpoints[0].policy.rules[0].redeliver.delay: required with count"
+           "endpoints[0].policy.rules[0].action: dead_letter and discard are the whole chain")
+bus_scenario_refused("a policy the bus refuses is reported in the bus's own words"
+  ARGS ${_scenario_invalid}/bus_refuses.json
+  EXPECTED "the bus was refused: invalid_configuration"
+           "retry max delay 100ms is below its base delay 1s"
+           "rule #2 on<bus::samples::timeout_error>(): no action")
+bus_scenario_refused("a script that would kill its consumer for ever is refused"
+  ARGS ${_scenario_invalid}/die_forever.json
+  EXPECTED "endpoints[0].handlers[0].script[1]: a script cannot end with \"die\"")
+bus_scenario_refused("a file that is not JSON is refused with the line of the mistake"
+  ARGS ${_scenario_invalid}/invalid_json.json
+  EXPECTED "invalid_json.json: invalid JSON: parse error at line 4")
+bus_scenario_refused("a file that cannot be read is refused"
+  ARGS ${_scenario_invalid}/no_such_file.json
+  EXPECTED "no_such_file.json: cannot read")
+bus_scenario_refused("an unknown option is refused"
+  ARGS --fast ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "unknown option --fast")
+bus_scenario_refused("the RabbitMQ transport is refused when the program was built without it"
+  ARGS --transport rabbitmq --url amqp://localhost ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "not built with RabbitMQ")
