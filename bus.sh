@@ -2,6 +2,7 @@
 # The one entry point of the project.
 #
 #   ./bus.sh demo          build, then run the sample order topology
+#   ./bus.sh demo --rabbitmq   the topology as four processes on a throwaway broker
 #   ./bus.sh test          build, then run the whole test suite through ctest
 #   ./bus.sh test --asan   the same under AddressSanitizer and UBSan (build-asan/)
 #   ./bus.sh test --tsan   ThreadSanitizer on what it can judge (build-tsan/)
@@ -51,6 +52,7 @@ build() {
 # Sanitizer runs build apart, so a plain build stays as it is.
 SANITIZER=""
 CTEST_ARGS=()
+DEMO=in_memory
 use_sanitizer() {
   SANITIZER=$1
   BUILD_DIR=build-${2}
@@ -69,6 +71,7 @@ args=()
 for a in "$@"; do
   case "$a" in
     --asan) use_sanitizer address asan ;;
+    --rabbitmq) DEMO=rabbitmq ;;
     --tsan)
       use_sanitizer thread tsan
       # TSan cannot see inside Debian's uninstrumented libcaf_core, so
@@ -96,11 +99,16 @@ case "${cmd}" in
     ;;
   demo)
     build "$@"
-    say "running the order topology"
-    "${BUILD_DIR}/bin/order_topology"
+    if [[ ${DEMO} == rabbitmq ]]; then
+      say "running the order topology as processes on a throwaway RabbitMQ broker"
+      scripts/rabbitmq-demo.sh "${BUILD_DIR}/bin" 300
+    else
+      say "running the order topology"
+      "${BUILD_DIR}/bin/order_topology"
+    fi
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     [[ ${cmd} == help || ${cmd} == -h || ${cmd} == --help ]] || exit 2
     ;;
 esac
