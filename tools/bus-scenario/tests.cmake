@@ -115,6 +115,19 @@ bus_scenario_refused("a file that cannot be read is refused"
 bus_scenario_refused("an unknown option is refused"
   ARGS --fast ${_scenario_samples}/twelve_attempts.json
   EXPECTED "unknown option --fast")
-bus_scenario_refused("the RabbitMQ transport is refused when the program was built without it"
-  ARGS --transport rabbitmq --url amqp://localhost ${_scenario_samples}/twelve_attempts.json
-  EXPECTED "not built with RabbitMQ")
+if(NOT TARGET bus::rabbitmq)
+  bus_scenario_refused("the RabbitMQ transport is refused when the program was built without it"
+    ARGS --transport rabbitmq --url amqp://localhost ${_scenario_samples}/twelve_attempts.json
+    EXPECTED "not built with RabbitMQ")
+else()
+  # On the test suite's throwaway broker (the "rabbitmq" fixture): the URL
+  # is read from its broker.env when the test runs.
+  set(_scenario_broker_env "${CMAKE_BINARY_DIR}/tests/transports/rabbitmq-broker/broker.env")
+  add_test(NAME "scenario: a scenario on RabbitMQ ends as it does on virtual time"
+    COMMAND bash -c "url=$(sed -n 's/^BUS_RABBITMQ_URL=//p' \"$0\" | tr -d \"'\\\"\"); exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$url\" -P \"${_scenario_tests}/check_scenario.cmake\""
+            ${_scenario_broker_env} ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
+            -DSCENARIO=${_scenario_samples}/consumer_death.json
+            -DEXPECTED=${_scenario_samples}/consumer_death.expected.json)
+  set_tests_properties("scenario: a scenario on RabbitMQ ends as it does on virtual time"
+    PROPERTIES FIXTURES_REQUIRED rabbitmq)
+endif()

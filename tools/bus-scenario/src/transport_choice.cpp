@@ -3,18 +3,31 @@
 #include "bus/in_memory_transport.hpp"
 #include "run.hpp"
 
+#ifdef BUS_SCENARIO_WITH_RABBITMQ
+#include "bus/rabbitmq_transport.hpp"
+#endif
+
 namespace bus::scenario {
 
 namespace {
 
-// The one place that knows about RabbitMQ. To wire it: link bus::rabbitmq
-// in tools/bus-scenario/CMakeLists.txt when the target exists, and return
-// the connected transport here.
+// The one place that knows about RabbitMQ.
 result<transport_ptr> connect_rabbitmq(const std::string& url) {
+#ifdef BUS_SCENARIO_WITH_RABBITMQ
+  auto settings = parse_rabbitmq_url(url);
+  if (!settings)
+    return settings.error();
+  settings->connection_name = "bus-scenario";
+  auto transport = rabbitmq_transport::connect(*settings);
+  if (!transport)
+    return transport.error();
+  return transport_ptr(std::move(*transport));
+#else
   (void)url;
   return error{errc::invalid_configuration,
                "bus-scenario was not built with RabbitMQ (configure with "
                "-DBUS_WITH_RABBITMQ=ON, with librabbitmq-dev installed)"};
+#endif
 }
 
 } // namespace
