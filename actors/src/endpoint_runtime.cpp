@@ -32,7 +32,10 @@ endpoint_runtime::endpoint_runtime(endpoint_definition definition,
 void endpoint_runtime::emit(event_kind kind, std::string detail) const {
   if (!settings_.observer)
     return;
-  bus_event e{kind, now(), def_.name, {}, {}};
+  bus_event e;
+  e.kind = kind;
+  e.at = now();
+  e.endpoint = def_.name;
   e.detail = std::move(detail);
   notify(e);
 }

@@ -62,7 +62,12 @@ public:
   void emit(event_kind kind, const envelope& msg, Fill&& fill) const {
     if (!settings_.observer)
       return;
-    bus_event e{kind, now(), def_.name, msg.message_id, msg.message_type};
+    bus_event e;
+    e.kind = kind;
+    e.at = now();
+    e.endpoint = def_.name;
+    e.message_id = msg.message_id;
+    e.message_type = msg.message_type;
     e.delivery_count = msg.delivery_count;
     fill(e);
     notify(e);

@@ -33,7 +33,7 @@ enum class event_kind {
 [[nodiscard]] std::string_view to_string(event_kind kind) noexcept;
 
 struct bus_event {
-  event_kind kind;
+  event_kind kind = event_kind::received;
   time_point at{};
   std::string endpoint;
   std::string message_id;   // empty for rate limit events
