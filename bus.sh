@@ -6,6 +6,7 @@
 #   ./bus.sh test          build, then run the whole test suite through ctest
 #   ./bus.sh test --asan   the same under AddressSanitizer and UBSan (build-asan/)
 #   ./bus.sh test --tsan   ThreadSanitizer on what it can judge (build-tsan/)
+#   ./bus.sh bench         release build, benchmarks against the raw layers (--peer: also node-ts)
 #   ./bus.sh build         install what is missing, configure and build only
 #
 # Each command first installs the Debian packages it needs that are not
@@ -97,6 +98,10 @@ case "${cmd}" in
     # A test that hangs is a failure, not a stuck CI run.
     (cd "${BUILD_DIR}" && ctest -j "${JOBS}" --timeout 300 --output-on-failure "${CTEST_ARGS[@]}")
     ;;
+  bench)
+    install_missing "${PACKAGES[@]}"
+    scripts/bench.sh "${args[@]+"${args[@]}"}"
+    ;;
   demo)
     build "$@"
     if [[ ${DEMO} == rabbitmq ]]; then
@@ -108,7 +113,7 @@ case "${cmd}" in
     fi
     ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     [[ ${cmd} == help || ${cmd} == -h || ${cmd} == --help ]] || exit 2
     ;;
 esac

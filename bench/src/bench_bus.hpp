@@ -1,0 +1,48 @@
+// The bus side of every case: one endpoint, "bench", on the in-memory
+// transport, handling `ping`. Its log lines go to a null sink: formatted
+// (the bus pays for that) but never written.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+
+#include <spdlog/sinks/null_sink.h>
+
+#include "bus/bus.hpp"
+#include "bus/in_memory_transport.hpp"
+#include "workload.hpp"
+
+namespace bench {
+
+inline const std::string bench_queue = "bench";
+
+struct bench_bus {
+  std::shared_ptr<bus::in_memory_transport> transport;
+  std::unique_ptr<bus::message_bus> bus;
+};
+
+// Builds (does not start) the bus. `handler` is called as
+// handler(const ping&, bus::handler_context&); `policy` may be empty.
+template <class Handler>
+bench_bus make_bench_bus(caf::actor_system& sys, int slots, Handler handler,
+                         std::function<void(bus::policy_builder&)> policy = {}) {
+  bench_bus out;
+  out.transport = std::make_shared<bus::in_memory_transport>();
+  bus::bus_builder b{sys};
+  b.transport(out.transport)
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .message<ping>("bench_ping");
+  if (policy)
+    b.add_resilience(policy);
+  b.endpoint(bench_queue, [&](bus::endpoint_builder& e) {
+    e.slots(static_cast<std::size_t>(slots)).handle<ping>(std::move(handler));
+  });
+  auto built = b.build();
+  if (!built)
+    throw std::runtime_error("the benchmark bus does not build: " + built.error().message);
+  out.bus = std::move(*built);
+  return out;
+}
+
+} // namespace bench

@@ -1,0 +1,30 @@
+// The raw CAF baseline of an endpoint: what the bus does for a message,
+// written directly on CAF. A dispatcher actor keeps the backlog and gives
+// each message to an idle worker, at most N in flight (the endpoint's
+// slots); a worker runs the handler and acknowledges to the dispatcher,
+// which hands it the next message. A failed attempt is retried the way the
+// bus's consumer does it: a delayed message to itself, the slot held.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "workload.hpp"
+
+namespace bench {
+
+// Runs on a worker for each attempt (the first is 1); throws to fail it.
+// A worker retries a failed attempt once, after `retry_delay`.
+struct raw_work {
+  std::function<void(const ping&, int attempt)> handle;
+  std::chrono::milliseconds retry_delay{0};
+};
+
+// The dispatcher; send it `ping`s. Its workers are linked to it: an exit
+// message to the dispatcher ends them all.
+[[nodiscard]] caf::actor spawn_raw_pool(caf::actor_system& sys, int workers,
+                                        std::shared_ptr<const raw_work> work);
+
+} // namespace bench

@@ -1,0 +1,463 @@
+#include "suite.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <caf/config.hpp>
+#include <nlohmann/json.hpp>
+
+#include "subprocess.hpp"
+
+namespace bench {
+
+namespace {
+
+using json = nlohmann::json;
+
+// -- sizes --------------------------------------------------------------------
+
+struct sizes {
+  std::uint64_t throughput = 500'000;
+  std::uint64_t peer = 20'000; // node-ts is two orders slower: its rate, not its count, matters
+  std::uint64_t latency = 200'000;
+  std::uint64_t retry = 1'000'000;
+  std::uint64_t redelivery = 1'000'000;
+  int slots_for_failures = 8;
+};
+
+sizes sizes_for(const suite_options& o) {
+  sizes s;
+  if (o.quick) {
+    s.throughput = 100'000;
+    s.peer = 5'000;
+    s.latency = 50'000;
+    s.retry = 100'000;
+    s.redelivery = 100'000;
+  }
+  return s;
+}
+
+const int slot_counts[] = {1, 2, 8, 64};
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// -- running cases ------------------------------------------------------------
+
+class case_runner {
+public:
+  explicit case_runner(const suite_options& o) : options_(o), self_(self_path()) {}
+
+  // One run of a case of this program.
+  json run(const std::string& name, std::vector<std::string> args) {
+    std::vector<std::string> argv = {self_, name, "--threads", std::to_string(options_.threads)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return report(run_case_process(argv));
+  }
+
+  json run_peer(int concurrency, std::uint64_t messages) {
+    return report(
+        run_case_process({"node", options_.peer_script, "--concurrency",
+                          std::to_string(concurrency), "--messages", std::to_string(messages)},
+                         {{"NODE_PATH", options_.peer_modules}}));
+  }
+
+private:
+  static json report(json r) {
+    if (r.contains("error"))
+      std::fprintf(stderr, "bus-bench: a run failed (left out of the medians): %s\n",
+                   r["error"].get<std::string>().c_str());
+    std::fprintf(stderr, ".");
+    return r;
+  }
+
+  const suite_options& options_;
+  std::string self_;
+};
+
+// The median of `key` over the runs that have it, or null.
+json median(const std::vector<json>& runs, const std::string& key) {
+  std::vector<double> v;
+  for (const auto& r : runs)
+    if (r.contains(key) && r[key].is_number() && !r.contains("error"))
+      v.push_back(r[key].get<double>());
+  if (v.empty())
+    return nullptr;
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+json ratio(const json& a, const json& b) {
+  if (!a.is_number() || !b.is_number() || b.get<double>() == 0)
+    return nullptr;
+  return a.get<double>() / b.get<double>();
+}
+
+double num(const json& j, double fallback = 0) {
+  return j.is_number() ? j.get<double>() : fallback;
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+std::string k(const json& v) { // 1234567 -> "1235k"
+  return v.is_number() ? fmt("%.0fk", v.get<double>() / 1000) : "-";
+}
+std::string x(const json& v) {
+  return v.is_number() ? fmt("%.2f", v.get<double>()) : "-";
+}
+std::string us(const json& v) {
+  return v.is_number() ? fmt("%.0f", v.get<double>()) : "-";
+}
+std::string mb(const json& v) {
+  return v.is_number() ? fmt("%.0f", v.get<double>() / 1024) : "-";
+}
+
+// -- the machine --------------------------------------------------------------
+
+std::string first_line_with(const std::string& file, const std::string& prefix) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0)
+      return line;
+  return {};
+}
+
+std::string after_colon(const std::string& line) {
+  auto colon = line.find(':');
+  if (colon == std::string::npos)
+    return line;
+  auto value = line.substr(colon + 1);
+  value.erase(0, value.find_first_not_of(" \t"));
+  return value;
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+json machine(const suite_options& o) {
+  auto mem_kb = std::atof(after_colon(first_line_with("/proc/meminfo", "MemTotal")).c_str());
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return {{"nproc", std::thread::hardware_concurrency()},
+          {"cpu", after_colon(first_line_with("/proc/cpuinfo", "model name"))},
+          {"memory", fmt("%.1f GiB", mem_kb / 1024 / 1024)},
+          {"caf_version", CAF_VERSION},
+          {"caf_threads", o.threads},
+          {"compiler", "g++ " __VERSION__},
+          {"build", "Release (-O3 -DNDEBUG)"},
+          {"date", date},
+          {"revision", o.revision},
+          {"load_average_at_start", load_average()}};
+}
+
+// -- the sections -------------------------------------------------------------
+
+json throughput_section(case_runner& run, const suite_options& o, const sizes& s) {
+  json rows = json::array();
+  for (int slots : slot_counts) {
+    std::vector<json> bus_runs, raw_runs, peer_runs;
+    auto args = std::vector<std::string>{"--slots", std::to_string(slots), "--messages",
+                                         std::to_string(s.throughput)};
+    for (int r = 0; r < o.runs; ++r) {
+      bus_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--impl", "bus"}));
+      raw_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--impl", "raw"}));
+      if (!o.peer_script.empty())
+        peer_runs.push_back(run.run_peer(slots, s.peer));
+    }
+    json row = {{"slots", slots},
+                {"messages", s.throughput},
+                {"bus_msgs_per_s", median(bus_runs, "msgs_per_s")},
+                {"raw_msgs_per_s", median(raw_runs, "msgs_per_s")},
+                {"bus_peak_rss_kb", median(bus_runs, "peak_rss_kb")},
+                {"raw_peak_rss_kb", median(raw_runs, "peak_rss_kb")},
+                {"runs", {{"bus", bus_runs}, {"raw", raw_runs}}}};
+    row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
+    if (!o.peer_script.empty()) {
+      row["peer_messages"] = s.peer;
+      row["peer_msgs_per_s"] = median(peer_runs, "msgs_per_s");
+      row["peer_peak_rss_kb"] = median(peer_runs, "peak_rss_kb");
+      row["ratio_bus_to_peer"] = ratio(row["bus_msgs_per_s"], row["peer_msgs_per_s"]);
+      row["runs"]["peer"] = peer_runs;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// At half of the bus's peak for the same slots, for both sides: the same
+// offered load.
+json latency_section(case_runner& run, const suite_options& o, const sizes& s,
+                     const json& throughput) {
+  json rows = json::array();
+  for (const auto& t : throughput) {
+    auto rate = num(t["bus_msgs_per_s"]) / 2;
+    if (rate <= 0)
+      continue;
+    std::vector<json> bus_runs, raw_runs;
+    auto args = std::vector<std::string>{"--slots",    std::to_string(t["slots"].get<int>()),
+                                         "--messages", std::to_string(s.latency),
+                                         "--rate",     std::to_string(rate)};
+    for (int r = 0; r < o.runs; ++r) {
+      bus_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--impl", "bus"}));
+      raw_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--impl", "raw"}));
+    }
+    json row = {{"slots", t["slots"]}, {"messages", s.latency}, {"offered_msgs_per_s", rate}};
+    for (auto [side, runs] : {std::pair{"bus", &bus_runs}, std::pair{"raw", &raw_runs}})
+      row[side] = {{"p50_us", median(*runs, "p50_us")},
+                   {"p99_us", median(*runs, "p99_us")},
+                   {"p999_us", median(*runs, "p999_us")},
+                   {"max_us", median(*runs, "max_us")},
+                   {"achieved_msgs_per_s", median(*runs, "msgs_per_s")},
+                   {"peak_rss_kb", median(*runs, "peak_rss_kb")}};
+    row["ratio_p99_bus_to_raw"] = ratio(row["bus"]["p99_us"], row["raw"]["p99_us"]);
+    row["runs"] = {{"bus", bus_runs}, {"raw", raw_runs}};
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+json failure_section(case_runner& run, const suite_options& o, const sizes& s) {
+  std::map<std::string, std::vector<json>> runs; // "bus/10", "bus/0", "raw/10", "raw/0"
+  for (int r = 0; r < o.runs; ++r)
+    for (const char* impl : {"bus", "raw"})
+      for (const char* every : {"10", "0"})
+        runs[std::string(impl) + "/" + every].push_back(
+            run.run("retry_path",
+                    {"--impl", impl, "--fail-every", every, "--messages", std::to_string(s.retry),
+                     "--slots", std::to_string(s.slots_for_failures)}));
+  json out = {{"messages", s.retry},
+              {"fail_every", 10},
+              {"policy", "retry(1, 0ms)"},
+              {"slots", s.slots_for_failures}};
+  for (const char* impl : {"bus", "raw"}) {
+    auto& failing = runs[std::string(impl) + "/10"];
+    auto& ok = runs[std::string(impl) + "/0"];
+    out[impl] = {{"all_success_s", median(ok, "seconds")},
+                 {"ten_percent_failing_s", median(failing, "seconds")},
+                 {"all_success_msgs_per_s", median(ok, "msgs_per_s")},
+                 {"ten_percent_failing_msgs_per_s", median(failing, "msgs_per_s")},
+                 {"peak_rss_kb", median(failing, "peak_rss_kb")}};
+    out[impl]["cost_ratio"] = ratio(out[impl]["ten_percent_failing_s"], out[impl]["all_success_s"]);
+    out[impl]["runs"] = {{"failing", failing}, {"all_success", ok}};
+  }
+  out["ratio_bus_to_raw_failing"] = ratio(out["bus"]["ten_percent_failing_msgs_per_s"],
+                                          out["raw"]["ten_percent_failing_msgs_per_s"]);
+  return out;
+}
+
+json redelivery_section(case_runner& run, const suite_options& o, const sizes& s) {
+  json out = {{"messages", s.redelivery}, {"slots", s.slots_for_failures}};
+  auto common = std::vector<std::string>{"--messages", std::to_string(s.redelivery), "--slots",
+                                         std::to_string(s.slots_for_failures)};
+  for (const char* impl : {"bus", "raw"}) {
+    std::vector<json> memory_runs, time_runs;
+    // Every redelivery is due at one instant, once scheduling is over: 1.5x
+    // the slowest schedule seen so far (the memory run just before, on one
+    // malloc arena, is the slower kind), and half a second.
+    double slowest = 0;
+    for (int r = 0; r < o.runs; ++r) {
+      memory_runs.push_back(run.run(
+          "redelivery", common + std::vector<std::string>{"--impl", impl, "--measure", "memory"}));
+      slowest = std::max(slowest, num(memory_runs.back()["schedule_s_single_arena"], 30));
+      auto due_ms = static_cast<int>(1500 * slowest) + 500;
+      auto timed = run.run("redelivery", common
+                                             + std::vector<std::string>{"--impl", impl, "--measure",
+                                                                        "time", "--due-after-ms",
+                                                                        std::to_string(due_ms)});
+      slowest = std::max(slowest, num(timed["schedule_s"]));
+      time_runs.push_back(timed);
+    }
+    json side;
+    for (const char* key : {"bytes_per_pending", "envelope_bytes", "bytes_beyond_envelope"})
+      side[key] = median(memory_runs, key);
+    for (const char* key : {"schedule_s", "fire_msgs_per_s", "first_fire_lag_ms",
+                            "redelivered_handled_msgs_per_s", "peak_rss_kb"})
+      side[key] = median(time_runs, key);
+    side["runs"] = {{"memory", memory_runs}, {"time", time_runs}};
+    out[impl] = side;
+  }
+  out["ratio_bytes_beyond_bus_to_raw"] =
+      ratio(out["bus"]["bytes_beyond_envelope"], out["raw"]["bytes_beyond_envelope"]);
+  return out;
+}
+
+// -- targets ------------------------------------------------------------------
+
+json target(const std::string& what, const std::string& goal, const std::string& measured,
+            bool met) {
+  return {{"target", what}, {"goal", goal}, {"measured", measured}, {"met", met}};
+}
+
+json evaluate_targets(const json& results) {
+  json out = json::array();
+  const auto& tp = results["in_memory"]["throughput"];
+  double worst_ratio = 1e9, best = 0;
+  int best_slots = 0;
+  std::string ratios;
+  for (const auto& row : tp) {
+    worst_ratio = std::min(worst_ratio, num(row["ratio_bus_to_raw"]));
+    ratios += (ratios.empty() ? "" : ", ") + std::to_string(row["slots"].get<int>()) + " slots "
+              + fmt("%.2f", num(row["ratio_bus_to_raw"]));
+    if (num(row["bus_msgs_per_s"]) > best) {
+      best = num(row["bus_msgs_per_s"]);
+      best_slots = row["slots"].get<int>();
+    }
+  }
+  out.push_back(
+      target("in-memory bus vs raw CAF doing the same work", ">= 0.5", ratios, worst_ratio >= 0.5));
+  out.push_back(
+      target("no-op handler throughput on 2 cores", ">= 500k msg/s",
+             fmt("%.0f msg/s", best) + " (best, " + std::to_string(best_slots) + " slots)",
+             best >= 500'000));
+  double worst_p99 = 0;
+  std::string p99s;
+  for (const auto& row : results["in_memory"]["latency"]) {
+    worst_p99 = std::max(worst_p99, num(row["bus"]["p99_us"], 1e9));
+    p99s += (p99s.empty() ? "" : ", ") + std::to_string(row["slots"].get<int>()) + " slots "
+            + fmt("%.0f us", num(row["bus"]["p99_us"]));
+  }
+  out.push_back(
+      target("p99 send-to-handled at half of peak load", "< 1 ms", p99s, worst_p99 < 1000));
+  const auto& f = results["failure_path"]["bus"];
+  out.push_back(target("10% failing once (retry(1, 0ms)) vs all success", "<= 2x",
+                       fmt("%.2fx", num(f["cost_ratio"])), num(f["cost_ratio"], 1e9) <= 2));
+  const auto& r = results["redelivery"]["bus"];
+  auto pending = k(results["redelivery"]["messages"]);
+  out.push_back(target("memory per pending redelivery beyond the envelope", "<= 150 B",
+                       fmt("%.0f B", num(r["bytes_beyond_envelope"])),
+                       num(r["bytes_beyond_envelope"], 1e9) <= 150));
+  out.push_back(target("time to schedule " + pending + " redeliveries", "< 2 s for 1000k",
+                       fmt("%.2f s", num(r["schedule_s"])), num(r["schedule_s"], 1e9) < 2));
+  out.push_back(target(pending + " redeliveries firing when due", ">= 1M msg/s",
+                       fmt("%.0f msg/s", num(r["fire_msgs_per_s"])),
+                       num(r["fire_msgs_per_s"]) >= 1e6));
+  return out;
+}
+
+// -- the table ----------------------------------------------------------------
+
+void print_table(const json& results, const suite_options& o) {
+  const auto& m = results["machine"];
+  std::printf("\nbus-bench: %u cores (%s), %s memory, CAF %d with %d worker threads; median of %d "
+              "runs%s; load average %s at start\n",
+              m["nproc"].get<unsigned>(), m["cpu"].get<std::string>().c_str(),
+              m["memory"].get<std::string>().c_str(), m["caf_version"].get<int>(), o.threads,
+              o.runs, o.quick ? " (--quick: small sizes, not figures to quote)" : "",
+              m["load_average_at_start"].get<std::string>().c_str());
+
+  std::printf("\nIn-memory throughput, no-op handler (%s messages; peak RSS in MiB)\n",
+              k(results["in_memory"]["throughput"][0]["messages"]).c_str());
+  std::printf("  %-6s %12s %12s %8s %12s %9s %10s\n", "slots", "bus msg/s", "raw msg/s", "bus/raw",
+              "peer msg/s", "bus/peer", "RSS b/r");
+  for (const auto& row : results["in_memory"]["throughput"])
+    std::printf(
+        "  %-6d %12s %12s %8s %12s %9s %10s\n", row["slots"].get<int>(),
+        k(row["bus_msgs_per_s"]).c_str(), k(row["raw_msgs_per_s"]).c_str(),
+        x(row["ratio_bus_to_raw"]).c_str(),
+        row.contains("peer_msgs_per_s") ? fmt("%.1fk", num(row["peer_msgs_per_s"]) / 1000).c_str()
+                                        : "-",
+        row.contains("ratio_bus_to_peer") ? fmt("%.0f", num(row["ratio_bus_to_peer"])).c_str()
+                                          : "-",
+        (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
+  std::printf("  peer: %s\n", results["peer"]["status"].get<std::string>().c_str());
+
+  std::printf("\nLatency, send to handled, at half of the bus's peak (us)\n");
+  std::printf("  %-6s %10s %18s %18s %12s\n", "slots", "msg/s", "bus p50/p99/p999",
+              "raw p50/p99/p999", "p99 bus/raw");
+  for (const auto& row : results["in_memory"]["latency"])
+    std::printf("  %-6d %10s %18s %18s %12s\n", row["slots"].get<int>(),
+                k(row["offered_msgs_per_s"]).c_str(),
+                (us(row["bus"]["p50_us"]) + "/" + us(row["bus"]["p99_us"]) + "/"
+                 + us(row["bus"]["p999_us"]))
+                    .c_str(),
+                (us(row["raw"]["p50_us"]) + "/" + us(row["raw"]["p99_us"]) + "/"
+                 + us(row["raw"]["p999_us"]))
+                    .c_str(),
+                x(row["ratio_p99_bus_to_raw"]).c_str());
+
+  const auto& f = results["failure_path"];
+  std::printf("\nFailure path: %s messages, every 10th fails once, retry(1, 0ms), %d slots (s)\n",
+              k(f["messages"]).c_str(), f["slots"].get<int>());
+  std::printf("  %-6s %12s %12s %8s\n", "", "all success", "10% failing", "cost");
+  for (const char* side : {"bus", "raw"})
+    std::printf("  %-6s %12s %12s %7sx\n", side, x(f[side]["all_success_s"]).c_str(),
+                x(f[side]["ten_percent_failing_s"]).c_str(), x(f[side]["cost_ratio"]).c_str());
+
+  const auto& r = results["redelivery"];
+  std::printf("\nRedeliveries pending: %s messages, all due at one instant\n",
+              k(r["messages"]).c_str());
+  std::printf("  %-6s %12s %12s %10s %12s %12s %10s\n", "", "B/pending", "B beyond", "envelope",
+              "schedule s", "fire msg/s", "peak MiB");
+  for (const char* side : {"bus", "raw"})
+    std::printf("  %-6s %12s %12s %10s %12s %12s %10s\n", side,
+                us(r[side]["bytes_per_pending"]).c_str(),
+                us(r[side]["bytes_beyond_envelope"]).c_str(), us(r[side]["envelope_bytes"]).c_str(),
+                x(r[side]["schedule_s"]).c_str(), k(r[side]["fire_msgs_per_s"]).c_str(),
+                mb(r[side]["peak_rss_kb"]).c_str());
+
+  std::printf("\nRabbitMQ: %s\n", results["rabbitmq"]["status"].get<std::string>().c_str());
+
+  std::printf("\nTargets (goals, not assertions)\n");
+  for (const auto& t : results["targets"])
+    std::printf("  %-6s %-52s %-14s %s\n", t["met"].get<bool>() ? "met" : "MISSED",
+                t["target"].get<std::string>().c_str(), t["goal"].get<std::string>().c_str(),
+                t["measured"].get<std::string>().c_str());
+}
+
+} // namespace
+
+int run_suite(const suite_options& o) {
+  auto s = sizes_for(o);
+  case_runner run(o);
+  json results;
+  results["machine"] = machine(o);
+  results["config"] = {{"runs", o.runs}, {"quick", o.quick}, {"window", 1000}};
+  results["peer"] = {{"package", o.peer_package},
+                     {"status", o.peer_script.empty() ? o.peer_status
+                                                      : o.peer_package
+                                                            + ": same workload, same "
+                                                              "window, concurrency = slots"}};
+  std::fprintf(stderr, "bus-bench: running (one dot per run) ");
+  results["in_memory"]["throughput"] = throughput_section(run, o, s);
+  results["in_memory"]["latency"] = latency_section(run, o, s, results["in_memory"]["throughput"]);
+  results["failure_path"] = failure_section(run, o, s);
+  results["redelivery"] = redelivery_section(run, o, s);
+  results["rabbitmq"] = {
+      {"status",
+       "not measured yet: the RabbitMQ transport (transports/rabbitmq) is being built; its "
+       "figures (bus vs raw rabbitmq-c) go here"},
+      {"throughput", nullptr},
+      {"latency", nullptr}};
+  results["machine"]["load_average_at_end"] = load_average();
+  results["targets"] = evaluate_targets(results);
+  std::fprintf(stderr, "\n");
+
+  print_table(results, o);
+  std::ofstream out(o.json_path);
+  out << results.dump(2) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "bus-bench: cannot write %s\n", o.json_path.c_str());
+    return 1;
+  }
+  std::printf("\nbus-bench: results written to %s\n", o.json_path.c_str());
+  return 0;
+}
+
+} // namespace bench

@@ -1,0 +1,26 @@
+// The benchmark suite: runs every case several times, each run in a
+// process of its own, bus and raw CAF interleaved, takes the median of
+// each figure, prints the table and writes the JSON.
+#pragma once
+
+#include <string>
+
+namespace bench {
+
+struct suite_options {
+  int runs = 5;
+  bool quick = false; // smaller sizes and 3 runs, for development
+  int threads = 2;    // CAF worker threads of every case
+  std::string json_path = "build/bench/results.json";
+  std::string peer_script;  // the @node-ts/bus-core workload; empty: no peer
+  std::string peer_modules; // its node_modules folder (NODE_PATH)
+  std::string peer_package; // what was installed, e.g. "@node-ts/bus-core@1.3.3"
+  std::string peer_status;  // why there is no peer figure, if there is none
+  std::string revision;     // the commit measured, if known
+};
+
+// Runs the suite; returns 0 (a figure never fails a run) unless the JSON
+// cannot be written.
+int run_suite(const suite_options& options);
+
+} // namespace bench

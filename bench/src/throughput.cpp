@@ -1,0 +1,90 @@
+// In-memory throughput and latency of a no-op handler, on the bus or on the
+// raw CAF pool (raw_pool.hpp) doing the same work.
+//
+// Throughput (no --rate): the main thread sends as fast as it can, with at
+// most --window messages unfinished (so neither side queues the whole run),
+// until every message was handled. Latency (--rate R): the main thread
+// sends at R messages/s on a fixed schedule (an open loop: a late sender
+// catches up, it never waits for the handlers), and each handler records
+// the time from the send call to its own run.
+#include <caf/all.hpp>
+
+#include "actor_system.hpp"
+#include "bench_bus.hpp"
+#include "measure.hpp"
+#include "producer.hpp"
+#include "raw_pool.hpp"
+#include "workload.hpp"
+
+namespace bench {
+
+case_result run_throughput(const case_args& args) {
+  auto impl = args.text("impl", "bus");
+  auto slots = static_cast<int>(args.number("slots", 8));
+  auto messages = static_cast<std::uint64_t>(args.number("messages", 500'000));
+  auto window = static_cast<std::uint64_t>(args.number("window", 1'000));
+  auto rate = args.real("rate", 0); // 0: as fast as it goes
+  auto threads = args.number("threads", 2);
+
+  caf::actor_system_config cfg;
+  configure(cfg, args);
+  caf::actor_system sys{cfg};
+  completion done;
+  std::vector<std::int64_t> latency_ns(rate > 0 ? messages : 0);
+  // The no-op handler: what both sides run for each message.
+  auto on_message = [&done, &latency_ns](const ping& m) {
+    if (!latency_ns.empty())
+      latency_ns[m.seq] = now_ns() - m.sent_ns;
+    done.complete();
+  };
+
+  bench_bus b;
+  caf::actor pool;
+  std::function<void(ping)> send;
+  if (impl == "bus") {
+    b = make_bench_bus(sys, slots, [&](const ping& m, bus::handler_context&) { on_message(m); });
+    if (auto ok = b.bus->start(); !ok)
+      throw std::runtime_error(ok.error().message);
+    send = [&](ping p) { (void)b.bus->send(bench_queue, p); };
+  } else {
+    auto work = std::make_shared<raw_work>();
+    work->handle = [&](const ping& m, int) { on_message(m); };
+    pool = spawn_raw_pool(sys, slots, work);
+    send = [&](ping p) { caf::anon_send(pool, p); };
+  }
+
+  auto deadline = steady::now() + std::chrono::seconds(args.number("max-seconds", 300));
+  auto start = steady::now();
+  bool finished = rate > 0 ? send_open_loop(send, done, messages, rate, deadline)
+                           : send_closed_loop(send, done, messages, window, deadline);
+  auto seconds = seconds_since(start);
+
+  if (b.bus)
+    b.bus->stop();
+  if (pool)
+    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+
+  case_result r{{"case", rate > 0 ? "latency" : "throughput"},
+                {"impl", impl},
+                {"slots", slots},
+                {"messages", messages},
+                {"threads", threads},
+                {"finished", finished},
+                {"seconds", seconds},
+                {"msgs_per_s", static_cast<double>(done.done()) / seconds}};
+  if (rate > 0 && finished) {
+    std::vector<double> us;
+    us.reserve(latency_ns.size());
+    for (auto ns : latency_ns)
+      us.push_back(static_cast<double>(ns) / 1000.0);
+    r["offered_msgs_per_s"] = rate;
+    r["p50_us"] = quantile(us, 0.50);
+    r["p99_us"] = quantile(us, 0.99);
+    r["p999_us"] = quantile(us, 0.999);
+    r["max_us"] = us.back();
+  }
+  r["peak_rss_kb"] = peak_rss_kb();
+  return r;
+}
+
+} // namespace bench

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The benchmarks: what `./bus.sh bench [--peer]` runs.
+#
+#   scripts/bench.sh            build in release mode, run every case, print the table
+#   scripts/bench.sh --peer     the same, plus the in-memory workload on @node-ts/bus-core
+#   scripts/bench.sh --quick    smaller sizes and 3 runs (a quick look, not figures to quote)
+#
+# Builds build-release/ (programs in build-release/bin/), writes
+# build/bench/results.json and build/bench/table.txt. A benchmark never
+# fails the run: a missing peer or a failed case is reported and skipped.
+# Only a failed build stops it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BUILD_DIR=${BUS_BENCH_BUILD_DIR:-build-release}
+OUT_DIR=build/bench
+JOBS=${BUS_JOBS:-$(nproc)}
+# The peer, pinned: the same workload on the Node.js bus it is compared with
+# (BUS_BENCH_PEER overrides it, e.g. to see what happens when it cannot be had).
+PEER_PACKAGE=${BUS_BENCH_PEER:-"@node-ts/bus-core@1.3.3"}
+
+say() { printf '==> %s\n' "$*"; }
+
+peer=0
+suite_args=()
+for arg in "$@"; do
+  case "${arg}" in
+    --peer) peer=1 ;;
+    --quick) suite_args+=(--quick yes) ;;
+    --runs=*) suite_args+=(--runs "${arg#--runs=}") ;;
+    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  esac
+done
+
+say "configuring ${BUILD_DIR} (Release, benchmarks only)"
+cmake -S . -B "${BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DBUS_BUILD_BENCH=ON -DBUS_BUILD_TESTS=OFF -DBUS_BUILD_SAMPLES=OFF -DBUS_BUILD_TOOLS=OFF \
+  -DBUS_WITH_RABBITMQ=OFF >/dev/null
+say "building bus-bench"
+cmake --build "${BUILD_DIR}" --target bus-bench -j "${JOBS}"
+mkdir -p "${OUT_DIR}"
+
+if ((peer)); then
+  peer_dir="${OUT_DIR}/peer"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    say "the peer ${PEER_PACKAGE} is not measured: node or npm is not installed; going on without it"
+    suite_args+=(--peer-status "not measured: node or npm is not installed")
+  elif say "installing ${PEER_PACKAGE} into ${peer_dir}" &&
+       npm install --prefix "${peer_dir}" --no-audit --no-fund "${PEER_PACKAGE}" \
+         >"${OUT_DIR}/peer-install.log" 2>&1; then
+    suite_args+=(--peer-script bench/peer/node_bus_core.js
+                 --peer-modules "${peer_dir}/node_modules" --peer-package "${PEER_PACKAGE}")
+  else
+    say "the peer ${PEER_PACKAGE} could not be installed (see ${OUT_DIR}/peer-install.log); going on without it"
+    suite_args+=(--peer-status "not measured: ${PEER_PACKAGE} could not be installed")
+  fi
+fi
+
+revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git status --porcelain 2>/dev/null | head -1) ]]; then revision+="+changes"; fi
+say "running the benchmarks (each run in a process of its own; bus and raw CAF interleaved)"
+"${BUILD_DIR}/bin/bus-bench" suite --json "${OUT_DIR}/results.json" --revision "${revision}" \
+  "${suite_args[@]}" | tee "${OUT_DIR}/table.txt"
