@@ -57,7 +57,7 @@ if ((peer)); then
 fi
 
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git status --porcelain 2>/dev/null | head -1) ]]; then revision+="+changes"; fi
+if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null | head -1) ]]; then revision+="+changes"; fi
 say "running the benchmarks (each run in a process of its own; bus and raw CAF interleaved)"
 "${BUILD_DIR}/bin/bus-bench" suite --json "${OUT_DIR}/results.json" --revision "${revision}" \
   "${suite_args[@]}" | tee "${OUT_DIR}/table.txt"
