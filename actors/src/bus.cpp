@@ -179,7 +179,22 @@ bus_builder& bus_builder::dead_letter_directory(std::string directory) {
 }
 
 bus_builder& bus_builder::observe(event_observer observer) {
-  observer_ = std::move(observer);
+  if (!observer)
+    return *this;
+  if (!observer_) {
+    observer_ = std::move(observer);
+    return *this;
+  }
+  // Chained, so that a test harness's recorder and the user's own observer
+  // both see every event.
+  observer_ = [first = std::move(observer_), second = std::move(observer)](const bus_event& e) {
+    try {
+      first(e);
+    } catch (...) {
+      // An observer's failure must not hide the event from the next one.
+    }
+    second(e);
+  };
   return *this;
 }
 

@@ -448,3 +448,38 @@ TEST_CASE("a message larger than its endpoint accepts goes to the error queue, n
   CHECK_THAT(std::string(*errors[0]->headers.find(bus::header::fault_reason)),
              Catch::Contains("more than the endpoint's maximum of 64"));
 }
+
+TEST_CASE("an observer of the user's own sees every event beside the harness's recorder") {
+  bus::testing::harness h;
+  std::vector<event_kind> mine;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .observe([&](const bus::bus_event& e) { mine.push_back(e.kind); })
+    .observe([](const bus::bus_event&) { throw std::runtime_error("a faulty observer"); })
+    .endpoint("billing", [](bus::endpoint_builder& e) { e.handle<order_placed>([](auto&) {}); });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.run();
+  CHECK(mine == std::vector<event_kind>{event_kind::received, event_kind::handled});
+  CHECK(h.events_of(event_kind::handled).size() == 1);
+}
+
+TEST_CASE("a handler reads the bus's clock from its context, virtual time in tests") {
+  bus::testing::harness h;
+  std::vector<bus::time_point> seen;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .add_resilience([](bus::policy_builder& p) { p.on_any().retry(1, 10s).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed&, bus::handler_context& ctx) {
+        seen.push_back(ctx.now());
+        if (seen.size() == 1)
+          throw transient_error();
+      });
+    });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.advance(1min);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1] - seen[0] == 10s);
+}

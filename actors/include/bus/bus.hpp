@@ -103,6 +103,8 @@ public:
   bus_builder& jitter_seed(std::uint64_t seed);
 
   // Receives an event for every step of every message (see bus/events.hpp).
+  // Each call adds an observer; all are called, in the order added, and
+  // one that throws does not keep the others from the event.
   bus_builder& observe(event_observer observer);
 
   // Where the bus's loggers (bus.endpoint, bus.move_to_error, ...) write.

@@ -38,6 +38,9 @@ public:
   [[nodiscard]] int attempt() const noexcept { return attempt_; }
   // Redeliveries performed before this delivery (0 on the first).
   [[nodiscard]] std::uint32_t delivery_count() const noexcept { return message_->delivery_count; }
+  // When this attempt started, by the bus's clock: virtual time on CAF's
+  // test coordinator, so a handler that reasons about time is testable.
+  [[nodiscard]] time_point now() const noexcept { return now_; }
 
   // Buffers `msg` for `queue`. Fails only if T is not a registered message.
   template <class T>
