@@ -7,6 +7,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
+#include "bus/events.hpp"
 #include "bus/transport.hpp"
 
 namespace bus::detail {
@@ -25,6 +26,8 @@ using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   // consumer -> 
 using limit_atom = caf::atom_constant<caf::atom("limit")>;       // breaker -> endpoint
 using resume_atom = caf::atom_constant<caf::atom("resume")>;     // endpoint -> itself
 using status_atom = caf::atom_constant<caf::atom("status")>;     // endpoint -> breaker
+using retrying_atom = caf::atom_constant<caf::atom("retrying")>; // consumer -> endpoint
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;       // endpoint -> consumer
 
 // How an attempt at a delivery ended, from the endpoint's point of view:
 // what to tell the transport and which counter moves.
@@ -43,3 +46,5 @@ enum class outcome : std::uint8_t {
 // meant to leave the process inside a CAF message).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::delivery)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<bus::envelope>)
+// An event prepared by one actor for another to raise (null: none).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const bus::bus_event>)

@@ -66,7 +66,10 @@ caf::behavior circuit_breaker_actor(breaker* self, endpoint_runtime_ptr rt, caf:
     },
     // Whether the endpoint is limited, after every attempt reported so far.
     [=](status_atom) { return self->state.limiter.limited(); },
-    [=](stop_atom) { self->quit(); },
+    [=](stop_atom) {
+      self->quit();
+      return ok_atom::value;
+    },
   };
 }
 

@@ -8,6 +8,7 @@
 // answers (status_atom) with whether the endpoint is limited. A consumer
 // reports an attempt before it reports the delivery done, so the answer
 // to a status request sent on that "done" already counts the attempt.
+// (stop_atom) -> ok_atom, then it quits.
 #pragma once
 
 #include <caf/event_based_actor.hpp>

@@ -6,10 +6,12 @@
 #include <caf/all.hpp>
 
 #include "bus/actor_handler.hpp"
+#include "bus/consumer_died.hpp"
 #include "bus/handler_actor_error.hpp"
 #include "bus/handler_verdicts.hpp"
 #include "bus/header_names.hpp"
 #include "delivery_steps.hpp"
+#include "scheduler_actor.hpp"
 
 namespace bus::detail {
 
@@ -51,7 +53,7 @@ void report(consumer* self, outcome result) {
 
 fault_details fault_of(consumer* self, std::string reason) {
   const auto& cur = *self->state.current;
-  return make_fault(*self->state.rt, cur.item, describe(cur.last_exception), std::move(reason),
+  return make_fault(*self->state.rt, cur.item, cur.last_what, std::move(reason),
                     cur.attempt - 1);
 }
 
@@ -60,7 +62,7 @@ fault_details fault_of(consumer* self, std::string reason) {
 void retry_now(consumer* self, const immediate_retry& a) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
-  auto what = describe(cur.last_exception);
+  const auto& what = cur.last_what;
   rt.counters().immediate_retries.fetch_add(1, std::memory_order_relaxed);
   rt.emit(event_kind::immediate_retry, *cur.item.message, [&](bus_event& e) {
     e.attempt = cur.attempt;
@@ -102,7 +104,7 @@ void park_for_later(consumer* self, const fault_details& fault) {
                                    cur.item.message->message_id, to_hms(park_delay));
   auto tag = cur.item.tag;
   self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy),
-                park_delay)
+                park_delay, announcement{})
     .then(
       [=](ok_atom) {
         if (self->state.current && self->state.current->item.tag == tag)
@@ -149,7 +151,7 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
   const auto& msg = *cur.item.message;
-  auto what = describe(cur.last_exception);
+  const auto& what = cur.last_what;
   // The copy carries the history that the policy's limits need.
   auto copy = std::make_shared<envelope>(msg);
   copy->delivery_count += 1;
@@ -159,22 +161,21 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
   rt.log().delayed_retry->warn(
     "delayed retry {} will reschedule message {} after a delay of {} because of an exception {}: {}",
     copy->delivery_count, msg.message_id, to_hms(a.delay), what.type, what.message);
+  // The scheduler raises the event as it accepts the copy: raised here on
+  // its answer, it could come after the copy was already back and done.
+  auto notice = rt.prepare(event_kind::redelivery_scheduled, msg, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.delay = a.delay;
+    e.exception_type = what.type;
+    e.detail = "redelivery " + std::to_string(copy->delivery_count);
+  });
   auto tag = cur.item.tag;
-  auto next_delivery = copy->delivery_count;
-  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay)
+  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay,
+                announcement(std::move(notice)))
     .then(
       [=](ok_atom) {
-        if (!self->state.current || self->state.current->item.tag != tag)
-          return;
-        const auto& cur = *self->state.current;
-        self->state.rt->emit(event_kind::redelivery_scheduled, *cur.item.message,
-                             [&](bus_event& e) {
-                               e.attempt = cur.attempt;
-                               e.delay = a.delay;
-                               e.exception_type = what.type;
-                               e.detail = "redelivery " + std::to_string(next_delivery);
-                             });
-        report(self, outcome::scheduled);
+        if (self->state.current && self->state.current->item.tag == tag)
+          report(self, outcome::scheduled);
       },
       [=](caf::error& err) {
         if (self->state.current && self->state.current->item.tag == tag)
@@ -187,7 +188,7 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
 void drop(consumer* self, const discard& a) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
-  auto what = describe(cur.last_exception);
+  const auto& what = cur.last_what;
   rt.log().discard->info("discarding message {} because of an exception {}: {} ({})",
                          cur.item.message->message_id, what.type, what.message, a.reason);
   rt.emit(event_kind::discarded, *cur.item.message, [&](bus_event& e) {
@@ -222,11 +223,13 @@ void on_failure(consumer* self, std::exception_ptr error) {
   rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
   tell_breaker(self, false);
   cur.last_exception = std::move(error);
+  // Rethrowing is the only way to look into an exception_ptr, and it is
+  // costly: described once here, read by every step that follows.
+  cur.last_what = describe(cur.last_exception);
   rt.emit(event_kind::failed, *cur.item.message, [&](bus_event& e) {
-    auto what = describe(cur.last_exception);
     e.attempt = cur.attempt;
-    e.exception_type = std::move(what.type);
-    e.detail = std::move(what.message);
+    e.exception_type = cur.last_what.type;
+    e.detail = cur.last_what.message;
   });
   if (is_poison(cur.last_exception)) {
     fail_for_good(self, move_to_error{"the handler marked the message as poison", {}});
@@ -326,7 +329,10 @@ void run_attempt(consumer* self) {
           });
 }
 
-void begin(consumer* self, delivery d, bool throttled) {
+// Makes `d` the current delivery and readies it for its handler. Returns
+// false if it ended here already: a held-back fault, a message too large,
+// no handler, a body that does not decode.
+bool take(consumer* self, delivery d, bool throttled) {
   const auto& rt = *self->state.rt;
   auto& cur = self->state.current.emplace();
   cur.item = std::move(d);
@@ -341,7 +347,7 @@ void begin(consumer* self, delivery d, bool throttled) {
     copy->headers.erase(header::fault_pending);
     cur.item.message = std::move(copy);
     end_in_fault(self, fault, {});
-    return;
+    return false;
   }
   if (auto limit = rt.definition().max_message_bytes;
       limit > 0 && msg.body.text_size() > limit) {
@@ -349,8 +355,9 @@ void begin(consumer* self, delivery d, bool throttled) {
                + " bytes, more than the endpoint's maximum of " + std::to_string(limit);
     rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
     cur.last_exception = std::make_exception_ptr(message_too_large(why));
+    cur.last_what = describe(cur.last_exception);
     fail_for_good(self, move_to_error{why, {}});
-    return;
+    return false;
   }
   cur.handler = rt.find_handler(msg.message_type);
   if (!cur.handler) {
@@ -358,16 +365,30 @@ void begin(consumer* self, delivery d, bool throttled) {
     if (result == outcome::skipped)
       rt.emit(event_kind::skipped, msg);
     report(self, result);
-    return;
+    return false;
   }
   auto body = rt.registry().ensure_typed(msg.message_type, msg.body);
   if (!body) {
     // Unrecoverable whatever the rules say: decide() sends it to the error queue.
     on_failure(self, std::make_exception_ptr(message_deserialization_error(body.error().message)));
-    return;
+    return false;
   }
   cur.body = std::move(*body);
-  run_attempt(self);
+  return true;
+}
+
+void begin(consumer* self, delivery d, bool throttled) {
+  if (take(self, std::move(d), throttled))
+    run_attempt(self);
+}
+
+// Takes over a delivery whose consumer died during `attempt`: that attempt
+// failed, and the policy decides what follows, as for an exception.
+void adopt(consumer* self, delivery d, bool throttled, int attempt, const std::string& why) {
+  if (!take(self, std::move(d), throttled))
+    return;
+  self->state.current->attempt = attempt;
+  on_failure(self, std::make_exception_ptr(consumer_died(why)));
 }
 
 } // namespace
@@ -385,11 +406,17 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
   st.jitter.seed(seed ? *seed + self->id() : std::random_device{}());
   return {
     [=](run_atom, delivery& d, bool throttled) { begin(self, std::move(d), throttled); },
+    [=](adopt_atom, delivery& d, bool throttled, int attempt, const std::string& why) {
+      adopt(self, std::move(d), throttled, attempt, why);
+    },
     [=](retry_atom, std::uint64_t tag) {
       auto& cur = self->state.current;
       if (!cur || cur->item.tag != tag)
         return;
       ++cur->attempt;
+      // The endpoint keeps count, so that a successor goes on from here
+      // should this consumer die.
+      self->send(self->state.endpoint, retrying_atom::value, tag, cur->attempt);
       run_attempt(self);
     },
   };

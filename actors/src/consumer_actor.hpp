@@ -14,6 +14,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "bus/exception_info.hpp"
 #include "endpoint_runtime.hpp"
 
 namespace bus::detail {
@@ -26,6 +27,7 @@ struct current_delivery {
   int attempt = 1;                   // attempts in this delivery, this one included
   bool throttled = false;            // dispatched while rate limited: no immediate retries
   std::exception_ptr last_exception; // of the last failed attempt
+  exception_info last_what;          // its type and message, described once per failure
 };
 
 struct consumer_state {

@@ -32,7 +32,7 @@ void dispatch(endpoint* self) {
     st.idle.pop_back();
     auto d = std::move(st.waiting.front());
     st.waiting.pop_front();
-    st.busy.emplace(consumer.address(), d);
+    st.busy.emplace(consumer.address(), work_in_progress{d});
     self->send(consumer, run_atom::value, std::move(d), st.limited);
   }
 }
@@ -68,21 +68,43 @@ void check_drained(endpoint* self) {
     self->send(self, drained_atom::value);
 }
 
+// The last step of a stop, once the scheduler and the circuit breaker have
+// confirmed theirs: only now is the endpoint finished, so that stop() and
+// stopped() never report a stop while pending redeliveries are still on
+// their way back to the queue.
+void quit_when_helpers_stopped(endpoint* self) {
+  auto& st = self->state;
+  if (--st.helpers_stopping > 0)
+    return;
+  st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
+  st.rt->status().finished.store(true);
+  self->quit();
+}
+
+// Asks a helper actor to stop and waits for its confirmation. An error
+// (it is gone already) counts as stopped: there is nothing left to wait for.
+void stop_helper(endpoint* self, const caf::actor& helper) {
+  ++self->state.helpers_stopping;
+  self->request(helper, caf::infinite, stop_atom::value)
+    .then([=](ok_atom) { quit_when_helpers_stopped(self); },
+          [=](caf::error&) { quit_when_helpers_stopped(self); });
+}
+
 void finish(endpoint* self) {
   auto& st = self->state;
+  if (st.finishing)
+    return; // a late drained or overdue message after the stop began
+  st.finishing = true;
   for (auto& [addr, consumer] : st.consumers) {
     self->demonitor(consumer);
     self->send_exit(consumer, caf::exit_reason::user_shutdown);
   }
   st.consumers.clear();
   st.idle.clear();
-  // The scheduler returns what it still holds to the input queue.
-  self->send(st.scheduler, stop_atom::value);
+  // The scheduler returns what it still holds to the input queue first.
+  stop_helper(self, st.scheduler);
   if (st.breaker)
-    self->send(st.breaker, stop_atom::value);
-  st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
-  st.rt->status().finished.store(true);
-  self->quit();
+    stop_helper(self, st.breaker);
 }
 
 void begin_stop(endpoint* self) {
@@ -119,22 +141,39 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
     st.idle.erase(std::remove_if(st.idle.begin(), st.idle.end(),
                                  [&](const caf::actor& a) { return a.address() == dm.source; }),
                   st.idle.end());
-    if (auto it = st.busy.find(dm.source); it != st.busy.end()) {
-      // The consumer died mid-attempt: a failed attempt, and the message
-      // goes back to the transport, so nothing is lost.
-      st.rt->log().endpoint->error(
-        "a consumer of endpoint '{}' died ({}) while handling message {}; returning it to '{}'",
-        st.rt->name(), self->system().render(dm.reason), it->second.message->message_id,
-        it->second.queue);
+    auto it = st.busy.find(dm.source);
+    if (it == st.busy.end()) {
+      if (!st.stopping) {
+        spawn_consumer(self);
+        dispatch(self);
+      }
+      check_drained(self);
+      return;
+    }
+    auto work = std::move(it->second);
+    st.busy.erase(it);
+    auto why = "the consumer actor died during attempt " + std::to_string(work.attempt) + " ("
+               + self->system().render(dm.reason) + ")";
+    if (st.stopping) {
+      // Draining: no new consumer; the message goes back, nothing is lost.
+      st.rt->log().endpoint->error("{} of message {} while endpoint '{}' stops; returning it to '{}'",
+                                   why, work.item.message->message_id, st.rt->name(),
+                                   work.item.queue);
       st.rt->counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-      settle(self, it->second, outcome::requeue);
-      st.busy.erase(it);
+      settle(self, work.item, outcome::requeue);
+      check_drained(self);
+      return;
     }
-    if (!st.stopping) {
-      spawn_consumer(self);
-      dispatch(self);
-    }
-    check_drained(self);
+    // A failed attempt like any other: its successor takes the slot and
+    // the message, and asks the policy what follows.
+    st.rt->log().endpoint->error("{} of message {} on endpoint '{}'; a new consumer takes it over",
+                                 why, work.item.message->message_id, st.rt->name());
+    spawn_consumer(self);
+    auto successor = std::move(st.idle.back());
+    st.idle.pop_back();
+    st.busy.emplace(successor.address(), work);
+    self->send(successor, adopt_atom::value, std::move(work.item), st.limited, work.attempt,
+               std::move(why));
   });
 
   st.rt->log().endpoint->info("endpoint '{}' started with {} slots", st.rt->name(),
@@ -158,9 +197,9 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       auto& st = self->state;
       auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
       auto it = st.busy.find(sender);
-      if (it == st.busy.end() || it->second.tag != tag)
+      if (it == st.busy.end() || it->second.item.tag != tag)
         return; // settled already (the drain timed out and gave it back)
-      settle(self, it->second, result);
+      settle(self, it->second.item, result);
       st.busy.erase(it);
       if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
@@ -194,6 +233,11 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
           });
       check_drained(self);
     },
+    [=](retrying_atom, std::uint64_t tag, int attempt) {
+      auto it = self->state.busy.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      if (it != self->state.busy.end() && it->second.item.tag == tag)
+        it->second.attempt = attempt;
+    },
     [=](stop_atom) { begin_stop(self); },
     [=](limit_atom, bool limited) {
       auto& st = self->state;
@@ -216,7 +260,8 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
     },
     [=](overdue_atom) {
       auto& st = self->state;
-      for (auto& [consumer, d] : st.busy) {
+      for (auto& [consumer, work] : st.busy) {
+        const auto& d = work.item;
         st.rt->log().endpoint->warn(
           "endpoint '{}' stopped before message {} was done; returning it to '{}'", st.rt->name(),
           d.message->message_id, d.queue);

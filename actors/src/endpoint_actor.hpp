@@ -16,10 +16,17 @@
 
 namespace bus::detail {
 
+// A delivery a consumer works on, and which attempt it is at: if the
+// consumer dies, its successor goes on from there.
+struct work_in_progress {
+  delivery item;
+  int attempt = 1;
+};
+
 struct endpoint_state {
   endpoint_runtime_ptr rt;
   std::vector<caf::actor> idle;                          // consumers waiting for work
-  std::unordered_map<caf::actor_addr, delivery> busy;    // consumer -> what it works on
+  std::unordered_map<caf::actor_addr, work_in_progress> busy; // consumer -> what it works on
   std::unordered_map<caf::actor_addr, caf::actor> consumers;
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
   caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
@@ -29,6 +36,8 @@ struct endpoint_state {
   std::uint64_t pause_generation = 0; // a resume of an older generation is stale
   int asking_breaker = 0;       // status requests unanswered: dispatch waits for them
   bool stopping = false;
+  bool finishing = false;       // consumers gone, waiting for scheduler and breaker
+  int helpers_stopping = 0;     // stop requests not yet confirmed
   static inline const char* name = "bus.endpoint";
 };
 

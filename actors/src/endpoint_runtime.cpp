@@ -40,6 +40,14 @@ void endpoint_runtime::emit(event_kind kind, std::string detail) const {
   notify(e);
 }
 
+void endpoint_runtime::emit_prepared(const std::shared_ptr<const bus_event>& prepared) const {
+  if (!prepared)
+    return;
+  auto e = *prepared;
+  e.at = now();
+  notify(e);
+}
+
 void endpoint_runtime::notify(const bus_event& e) const noexcept {
   try {
     settings_.observer(e);

@@ -60,21 +60,31 @@ public:
   // when somebody listens.
   template <class Fill>
   void emit(event_kind kind, const envelope& msg, Fill&& fill) const {
-    if (!settings_.observer)
-      return;
-    bus_event e;
-    e.kind = kind;
-    e.at = now();
-    e.endpoint = def_.name;
-    e.message_id = msg.message_id;
-    e.message_type = msg.message_type;
-    e.delivery_count = msg.delivery_count;
-    fill(e);
-    notify(e);
+    if (auto e = prepare(kind, msg, std::forward<Fill>(fill)))
+      notify(*e);
   }
   void emit(event_kind kind, const envelope& msg) const {
     emit(kind, msg, [](bus_event&) {});
   }
+  // The event emit() would raise, for another actor to raise later with
+  // emit_prepared(): null when nobody listens.
+  template <class Fill>
+  [[nodiscard]] std::shared_ptr<bus_event> prepare(event_kind kind, const envelope& msg,
+                                                   Fill&& fill) const {
+    if (!settings_.observer)
+      return nullptr;
+    auto e = std::make_shared<bus_event>();
+    e->kind = kind;
+    e->at = now();
+    e->endpoint = def_.name;
+    e->message_id = msg.message_id;
+    e->message_type = msg.message_type;
+    e->delivery_count = msg.delivery_count;
+    fill(*e);
+    return e;
+  }
+  // Raises a prepared event (if any), stamped with the time it happens.
+  void emit_prepared(const std::shared_ptr<const bus_event>& prepared) const;
   // An event about the endpoint itself (rate limiting).
   void emit(event_kind kind, std::string detail) const;
 

@@ -57,18 +57,22 @@ void fire_due(scheduler* self) {
 caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   return {
-    [=](schedule_atom, pending_redelivery& msg, duration delay) -> caf::result<ok_atom> {
+    [=](schedule_atom, pending_redelivery& msg, duration delay,
+        announcement& notice) -> caf::result<ok_atom> {
       auto& st = self->state;
       auto& transport = st.rt->transport();
       if (transport.capabilities().delayed_delivery) {
         // The broker holds it: it survives this process. Accepted once the
-        // transport has it.
+        // transport has it; the broker parks it for at least one delay unit,
+        // far longer than its confirmation takes to arrive.
         auto held = transport.send_delayed(st.rt->name(), std::move(*msg), delay);
         if (!held)
           return caf::make_error(caf::sec::runtime_error, to_string(held.error()));
+        st.rt->emit_prepared(notice);
         return ok_atom::value;
       }
       st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
+      st.rt->emit_prepared(notice); // before any timer can send it back
       st.pending.push(self->clock().now() + delay, std::move(msg));
       arm(self);
       return ok_atom::value;
@@ -80,7 +84,9 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
       st.armed = false;
       fire_due(self);
     },
-    [=](stop_atom) {
+    // Answers once everything it held is back on the queue, so that the
+    // endpoint finishes only after that.
+    [=](stop_atom) -> ok_atom {
       auto& st = self->state;
       auto left = st.pending.drain();
       if (!left.empty())
@@ -96,6 +102,7 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
           "scheduler of endpoint '{}' could not return {} redeliveries to their queue", st.rt->name(),
           lost);
       self->quit();
+      return ok_atom::value;
     },
   };
 }

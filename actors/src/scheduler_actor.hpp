@@ -4,9 +4,13 @@
 // time), however many messages wait. A transport with delayed delivery (a
 // broker) holds them instead: the scheduler hands each over at once.
 //
-// Protocol: (schedule_atom, pending_redelivery, duration) -> ok_atom once
-// accepted; (stop_atom) sends everything still waiting back to the queue
-// at once, logs how many, and quits, so a stop never loses a message.
+// Protocol: (schedule_atom, pending_redelivery, duration, announcement) ->
+// ok_atom once accepted. The announcement (null for none) is the
+// redelivery_scheduled event: the scheduler raises it as it accepts the
+// message, so the event always comes before the message can come back.
+// (stop_atom) sends everything still waiting back to the queue at once,
+// logs how many, answers ok_atom and quits, so a stop never loses
+// a message and the endpoint knows when they are all back.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,8 @@ namespace bus::detail {
 // A message on its way back: uniquely owned, so firing moves it into the
 // transport without a copy.
 using pending_redelivery = std::shared_ptr<envelope>;
+// The event to raise once the scheduler holds a message; null for none.
+using announcement = std::shared_ptr<const bus_event>;
 
 struct scheduler_state {
   endpoint_runtime_ptr rt;

@@ -1,6 +1,8 @@
 // One delivery through an endpoint, end to end, on virtual time.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "bus/actor_handler.hpp"
 #include "bus/header_names.hpp"
 #include "support/caf_fixture.hpp"
@@ -329,19 +331,101 @@ TEST_CASE_METHOD(caf_fixture, "a consumer that dies mid-message is replaced and 
     }};
   });
   auto b = builder();
+  b.add_resilience([](bus::policy_builder& p) {
+    p.on_any().retry(1, std::chrono::milliseconds(10)).jitter(false);
+  });
   b.endpoint("billing", [&](bus::endpoint_builder& e) {
     e.slots(1).handle_with_actor<order_placed>(billing, std::chrono::seconds(5));
   });
   auto bus = start(b);
   REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
   sched.run();
+  sched.advance_time(std::chrono::milliseconds(10));
+  sched.run();
   CHECK(*handled == 1);
   auto s = stats(*bus, "billing");
-  CHECK(s.received == 2); // the first delivery, then its redelivery
-  CHECK(s.requeued == 1);
+  // The death is a failed attempt; the new consumer retries it.
+  CHECK(s.received == 1);
+  CHECK(s.requeued == 0);
   CHECK(s.failed_attempts == 1);
+  CHECK(s.immediate_retries == 1);
   CHECK(s.handled == 1);
   CHECK(s.in_flight == 0);
-  CHECK(log_count("died") == 1);
+  CHECK(log_count("a new consumer takes it over") == 1);
   caf::anon_send_exit(billing, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a message that kills every consumer ends on the error queue after its retries") {
+  auto requests = std::make_shared<int>(0);
+  auto killer = sys.spawn([requests](caf::event_based_actor* self) -> caf::behavior {
+    return {[=](bus::handle_atom, const order_placed&) {
+      ++*requests;
+      self->send_exit(caf::actor_cast<caf::actor>(self->current_sender()), caf::exit_reason::kill);
+    }};
+  });
+  std::vector<bus::bus_event> events;
+  auto b = builder();
+  b.observe([&](const bus::bus_event& e) { events.push_back(e); })
+    .add_resilience([](bus::policy_builder& p) {
+      p.on_any().retry(2, std::chrono::milliseconds(10)).jitter(false).then_dead_letter();
+    })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(2).handle_with_actor<order_placed>(killer, std::chrono::seconds(5));
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  // Bounded, so that a regression that loops fails instead of hanging.
+  for (int step = 0; step < 10; ++step) {
+    sched.run(10000);
+    if (sched.has_pending_timeout())
+      sched.trigger_timeout();
+  }
+  CHECK(*requests == 3); // the first attempt and two retries, each fatal
+  auto s = stats(*bus, "billing");
+  CHECK(s.received == 1);
+  CHECK(s.failed_attempts == 3);
+  CHECK(s.immediate_retries == 2);
+  CHECK(s.dead_lettered == 1);
+  CHECK(s.requeued == 0);
+  CHECK(s.in_flight == 0);
+  auto parked = transport->browse("billing_error");
+  REQUIRE(parked.size() == 1);
+  CHECK(parked[0]->headers.find(bus::header::fault_exception_type) == "bus::consumer_died");
+  std::vector<int> failed_attempts;
+  for (const auto& e : events)
+    if (e.kind == bus::event_kind::failed) {
+      CHECK(e.exception_type == "bus::consumer_died");
+      failed_attempts.push_back(e.attempt);
+    }
+  CHECK(failed_attempts == std::vector<int>{1, 2, 3});
+  caf::anon_send_exit(killer, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "redelivery_scheduled is raised when the scheduler accepts the copy, not later") {
+  std::vector<bus::bus_event> events;
+  auto b = builder();
+  b.observe([&](const bus::bus_event& e) { events.push_back(e); })
+    .add_resilience([](bus::policy_builder& p) {
+      p.on_any().redeliver({std::chrono::milliseconds(1)}).jitter(false);
+    })
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.slots(1).handle<order_placed>([](const order_placed&) { throw std::runtime_error("down"); });
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  // Step until the scheduler holds the copy: its answer to the consumer is
+  // still in a mailbox, and the copy could come back before it is read.
+  while (stats(*bus, "billing").pending_redelivery == 0 && sched.try_run_once()) {
+  }
+  REQUIRE(stats(*bus, "billing").pending_redelivery == 1);
+  auto scheduled = std::count_if(events.begin(), events.end(), [](const bus::bus_event& e) {
+    return e.kind == bus::event_kind::redelivery_scheduled;
+  });
+  CHECK(scheduled == 1);
+  CHECK(events.back().kind == bus::event_kind::redelivery_scheduled);
+  CHECK(events.back().delay == std::chrono::milliseconds(1));
+  CHECK(events.back().delivery_count == 0); // of the delivery that failed
+  CHECK(events.back().detail == "redelivery 1");
 }

@@ -121,3 +121,64 @@ TEST_CASE("stop() on real threads returns once every endpoint has drained") {
   CHECK(transport->unacked("billing") == 0);
   CHECK(transport->unacked("shipping") == 0);
 }
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a bus reports itself stopped only once pending redeliveries are back in the queue") {
+  auto b = builder();
+  b.add_resilience([](bus::policy_builder& p) {
+    p.on_any().redeliver({std::chrono::hours(1)}).jitter(false);
+  });
+  b.endpoint("billing", [](bus::endpoint_builder& e) {
+    e.slots(2).handle<order_placed>([](const order_placed&) { throw std::runtime_error("down"); });
+  });
+  auto bus = start(b);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), 1}));
+  sched.run();
+  REQUIRE(stats(*bus, "billing").pending_redelivery == 3);
+  REQUIRE(transport->depth("billing") == 0);
+
+  // Message by message, so the moment stopped() turns true is observed
+  // exactly: by then the scheduler must have given its messages back.
+  bus->request_stop();
+  while (!bus->stopped() && sched.try_run_once()) {
+  }
+  REQUIRE(bus->stopped());
+  CHECK(transport->depth("billing") == 3);
+  CHECK(stats(*bus, "billing").pending_redelivery == 0);
+}
+
+TEST_CASE("stop() on real threads returns after the scheduler gave back what it held") {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  auto transport = std::make_shared<bus::in_memory_transport>();
+  std::atomic<int> attempts{0};
+  bus::bus_builder b{sys};
+  b.transport(transport)
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .message<order_placed>("order_placed")
+    .add_resilience([](bus::policy_builder& p) {
+      p.on_any().redeliver({std::chrono::hours(1)}).jitter(false);
+    })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(4).handle<order_placed>([&](const order_placed&) {
+        ++attempts;
+        throw std::runtime_error("down");
+      });
+    });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+  constexpr int sent = 200;
+  for (int i = 0; i < sent; ++i)
+    REQUIRE((*bus)->send("billing", order_placed{"o", 1}));
+  (*bus)->stop();
+  // Every message is either still waiting, or was attempted once and is
+  // back from the scheduler; none is still on its way when stop() returns.
+  auto s = *(*bus)->stats("billing");
+  CHECK(s.pending_redelivery == 0);
+  CHECK(transport->depth("billing") == static_cast<std::size_t>(sent));
+  CHECK(transport->unacked("billing") == 0);
+  CHECK(s.redeliveries_scheduled == static_cast<std::uint64_t>(attempts.load()));
+}

@@ -39,6 +39,8 @@ void ledger::record(const bus::bus_event& e) noexcept {
     return; // not one of ours: nothing else runs on this bus
   auto& t = *tallies_[it->second];
   t.events[static_cast<int>(e.kind)].fetch_add(1, std::memory_order_relaxed);
+  if (e.kind == bus::event_kind::failed && e.exception_type == "bus::consumer_died")
+    t.died_attempts.fetch_add(1, std::memory_order_relaxed);
   if (e.message_id.empty())
     return; // rate limit events are about the endpoint, not a message
   std::string key;
@@ -49,12 +51,8 @@ void ledger::record(const bus::bus_event& e) noexcept {
   try {
     std::lock_guard<std::mutex> guard(shard.mutex);
     auto& j = shard.by_key[std::move(key)];
-    if (j.terminal > 0 && e.kind == bus::event_kind::redelivery_scheduled) {
-      ++j.late_scheduled;
-    } else if (j.terminal > 0) {
-      if (j.after_end++ == 0)
-        j.first_after_end = e.kind;
-    }
+    if (j.terminal > 0 && j.after_end++ == 0)
+      j.first_after_end = e.kind;
     if (is_terminal(e.kind))
       first_end = j.terminal++ == 0;
     j.last = e.kind;

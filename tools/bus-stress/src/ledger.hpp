@@ -31,6 +31,7 @@ struct endpoint_tally {
   std::atomic<int> most_running{0};
   std::atomic<std::uint64_t> over_limit{0}; // entries that found more than `slots` running
   std::atomic<std::uint64_t> kills{0};      // consumers killed by the handler actor
+  std::atomic<std::uint64_t> died_attempts{0}; // failed events for bus::consumer_died
   std::atomic<std::uint64_t> outage_attempts{0};
 
   [[nodiscard]] std::uint64_t count(bus::event_kind k) const {
@@ -42,11 +43,6 @@ struct endpoint_tally {
 struct journey {
   std::uint32_t terminal = 0;  // handled + dead_lettered + discarded (+ skipped)
   std::uint32_t after_end = 0; // steps that came after its terminal outcome
-  // redelivery_scheduled after the end: the consumer reports it when the
-  // scheduler's acceptance reaches it, which can be after the redelivered
-  // copy has come back and ended (a short delay, a busy machine). An order
-  // the bus does not promise, counted apart from the steps that matter.
-  std::uint32_t late_scheduled = 0;
   bus::event_kind last = bus::event_kind::received;
   bus::event_kind first_after_end = bus::event_kind::received;
 };

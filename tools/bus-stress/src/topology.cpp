@@ -105,7 +105,8 @@ struct handler_actor_state {
 };
 
 // Serves actor_job for one endpoint: answers, fails, or kills the consumer
-// that asked, which the endpoint must notice, requeue and replace.
+// that asked, which the endpoint must notice and replace, and which counts
+// as a failed attempt of the message.
 caf::behavior handler_actor(caf::stateful_actor<handler_actor_state>* self,
                             std::shared_ptr<run_context> run, int endpoint) {
   self->state.random.seed(run->opts.seed + 7919 * static_cast<std::uint64_t>(endpoint));
