@@ -13,6 +13,8 @@ TEST_CASE("message ids are version 4 UUIDs made from the words given") {
   CHECK(std::regex_match(bus::make_message_id(~0ULL, ~0ULL),
                          std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
   CHECK(bus::make_message_id(1, 2) != bus::make_message_id(1, 3));
+  CHECK(bus::make_message_id(0, 0) == "00000000-0000-4000-8000-000000000000");
+  CHECK(bus::make_message_id(~0ULL, ~0ULL) == "ffffffff-ffff-4fff-bfff-ffffffffffff");
 }
 
 namespace {
