@@ -48,7 +48,7 @@ result<void> in_memory_transport::consume(const std::string& queue, std::size_t 
       return error{errc::duplicate, "queue '" + queue + "' already has a consumer"};
     it->second.handler = std::make_shared<const delivery_handler>(std::move(on_delivery));
     it->second.max_unacked = max_unacked;
-    take_deliverable(queue, it->second, batch);
+    take_deliverable(it->first, it->second, batch);
   }
   deliver(batch);
   return {};
@@ -72,7 +72,7 @@ result<void> in_memory_transport::send(const std::string& queue, envelope msg) {
     auto it = queues_.find(queue);
     if (it == queues_.end())
       return no_such_queue(queue);
-    enqueue(queue, it->second, std::make_shared<const envelope>(std::move(msg)), batch);
+    enqueue(it->first, it->second, std::make_shared<const envelope>(std::move(msg)), batch);
   }
   deliver(batch);
   return {};
@@ -88,8 +88,10 @@ result<void> in_memory_transport::publish(envelope msg) {
     // One immutable envelope shared by every subscriber: a typed body is
     // never copied, whatever the fan-out.
     auto shared = std::make_shared<const envelope>(std::move(msg));
-    for (const auto& queue : subs->second)
-      enqueue(queue, queues_.at(queue), shared, batch);
+    for (const auto& queue : subs->second) {
+      auto& entry = *queues_.find(queue); // subscribed queues exist
+      enqueue(entry.first, entry.second, shared, batch);
+    }
   }
   deliver(batch);
   return {};
@@ -107,10 +109,10 @@ result<void> in_memory_transport::reject(std::uint64_t tag, bool requeue) {
     if (it == outstanding_.end())
       return error{errc::transport_failure,
                    "delivery " + std::to_string(tag) + " is not outstanding (settled twice?)"};
-    auto queue_name = std::move(it->second.queue);
+    const auto& queue_name = *it->second.queue_name;
+    auto& q = *it->second.queue;
     auto message = std::move(it->second.message);
     outstanding_.erase(it);
-    auto& q = queues_.at(queue_name);
     --q.unacked;
     // A requeued message goes back to the head, as on a broker, so that it
     // is the next one delivered.
@@ -160,7 +162,7 @@ void in_memory_transport::take_deliverable(const std::string& name, queue_state&
     auto next = std::move(q.ready.front());
     q.ready.pop_front();
     auto tag = next_tag_++;
-    outstanding_.emplace(tag, outstanding{name, next.message});
+    outstanding_.emplace(tag, outstanding{&name, &q, next.message});
     ++q.unacked;
     ++q.delivering;
     out.push_back(

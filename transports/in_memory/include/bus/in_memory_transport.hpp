@@ -69,13 +69,18 @@ private:
     delivery item;
   };
 
+  // A delivery not settled yet. Points at its queue's name and state
+  // (stable: queues are never erased), so that settling neither copies
+  // nor hashes the name.
   struct outstanding {
-    std::string queue;
+    const std::string* queue_name;
+    queue_state* queue;
     envelope_ptr message;
   };
 
   // Takes as many ready messages of `q` as its consumer may have
   // outstanding. Runs under the lock; the caller delivers after unlocking.
+  // `name` (and enqueue's) is q's key in queues_, which outlives it.
   void take_deliverable(const std::string& name, queue_state& q, std::vector<pending_call>& out);
   // Calls each delivery's handler. Runs without the lock.
   void deliver(std::vector<pending_call>& batch);
