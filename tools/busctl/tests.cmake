@@ -11,11 +11,12 @@ find_package(rabbitmq-c CONFIG REQUIRED) # imported targets are seen per directo
 set(_busctl_tests "${PROJECT_SOURCE_DIR}/tools/busctl/tests")
 
 bus_test_binary(busctl_unit_tests
-  SOURCES ${_busctl_tests}/command_line_test.cpp
+  SOURCES ${_busctl_tests}/amqp_fields_test.cpp
+          ${_busctl_tests}/command_line_test.cpp
           ${_busctl_tests}/connection_settings_test.cpp
           ${_busctl_tests}/render_test.cpp
           ${_busctl_tests}/replay_headers_test.cpp
           ${_busctl_tests}/selection_test.cpp
-  LIBS bus_ctl_core)
+  LIBS bus_ctl_broker rabbitmq::rabbitmq)
 target_include_directories(busctl_unit_tests PRIVATE "${_busctl_tests}"
                                                      "${PROJECT_SOURCE_DIR}/tools/busctl/src")
