@@ -56,55 +56,81 @@ std::set<std::string> ids_in(const json& listing) {
   return out;
 }
 
-} // namespace
-
-TEST_CASE("busctl lists, groups and shows what a failing bus dead-lettered, and once the cause is fixed its replay is handled and empties the error queue") {
-  auto endpoint = bus::test::unique_name("billing");
-  auto order_type = bus::test::unique_name("order_placed");
-  auto invoice_type = bus::test::unique_name("invoice_requested");
+// A bus on the test broker with one endpoint whose two handlers fail until
+// `cause_fixed` is set; once fixed they count the clean replays they see
+// (replay count 1, no fault facts, delivery count 0).
+struct failing_bus {
+  std::string endpoint = bus::test::unique_name("billing");
+  std::string order_type = bus::test::unique_name("order_placed");
+  std::string invoice_type = bus::test::unique_name("invoice_requested");
   std::atomic<bool> cause_fixed{false};
   std::atomic<int> handled_as_replays{0};
   outcomes ended;
-
   caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 2);
-  caf::actor_system sys{cfg};
-  bus::bus_builder b{sys};
-  // Records that what the handler got is a clean replay: counted afresh,
-  // without the fault facts of its failure.
-  auto note_replay = [&](const bus::handler_context& ctx) {
-    const auto& h = ctx.message().headers;
-    auto count = h.find("bus-replay-count");
-    if (count && *count == "1" && !h.find(bus::header::fault_exception_type)
-        && ctx.message().delivery_count == 0)
-      ++handled_as_replays;
-  };
-  b.transport(bus::test::connect_transport())
-    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
-    .observe(ended.observer())
-    .message<order_placed>(order_type)
-    .message<invoice_requested>(invoice_type)
-    .add_resilience([](bus::policy_builder& p) {
-      p.on_any().retry(1, std::chrono::milliseconds(10)).then_dead_letter();
-    })
-    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
-      e.slots(2)
-        .handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
-          if (!cause_fixed)
-            throw bus::samples::validation_error("amount", "amount " + std::to_string(m.amount)
-                                                             + " is not allowed");
-          note_replay(ctx);
-        })
-        .handle<invoice_requested>([&](const invoice_requested&, bus::handler_context& ctx) {
-          if (!cause_fixed)
-            throw bus::samples::database_error(true, "connection to the ledger refused");
-          note_replay(ctx);
-        });
-    });
-  auto built = b.build();
-  REQUIRE(built);
-  auto& running = **built;
-  REQUIRE(running.start());
+  std::unique_ptr<caf::actor_system> sys;
+  std::unique_ptr<bus::message_bus> running;
+
+  failing_bus() {
+    cfg.set("scheduler.max-threads", 2);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    bus::bus_builder b{*sys};
+    auto note_replay = [this](const bus::handler_context& ctx) {
+      const auto& h = ctx.message().headers;
+      auto count = h.find("bus-replay-count");
+      if (count && *count == "1" && !h.find(bus::header::fault_exception_type)
+          && ctx.message().delivery_count == 0)
+        ++handled_as_replays;
+    };
+    b.transport(bus::test::connect_transport())
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .observe(ended.observer())
+      .message<order_placed>(order_type)
+      .message<invoice_requested>(invoice_type)
+      .add_resilience([](bus::policy_builder& p) {
+        p.on_any().retry(1, std::chrono::milliseconds(10)).then_dead_letter();
+      })
+      .endpoint(endpoint, [this, note_replay](bus::endpoint_builder& e) {
+        e.slots(2)
+          .handle<order_placed>([this, note_replay](const order_placed& m, bus::handler_context& ctx) {
+            if (!cause_fixed)
+              throw bus::samples::validation_error(
+                "amount", "amount " + std::to_string(m.amount) + " is not allowed");
+            note_replay(ctx);
+          })
+          .handle<invoice_requested>(
+            [this, note_replay](const invoice_requested&, bus::handler_context& ctx) {
+              if (!cause_fixed)
+                throw bus::samples::database_error(true, "connection to the ledger refused");
+              note_replay(ctx);
+            });
+      });
+    auto built = b.build();
+    REQUIRE(built);
+    running = std::move(*built);
+    REQUIRE(running->start());
+  }
+
+  // Drains what is in flight; at most once.
+  void stop() {
+    if (!stopped)
+      running->stop();
+    stopped = true;
+  }
+
+  ~failing_bus() { stop(); }
+
+  bool stopped = false;
+};
+
+} // namespace
+
+TEST_CASE("busctl lists, groups and shows what a failing bus dead-lettered, and once the cause is fixed its replay is handled and empties the error queue") {
+  failing_bus f;
+  const auto& endpoint = f.endpoint;
+  const auto& order_type = f.order_type;
+  const auto& invoice_type = f.invoice_type;
+  auto& ended = f.ended;
+  auto& running = *f.running;
 
   // Five messages fail, two ways.
   for (int i = 0; i < 3; ++i)
@@ -165,15 +191,44 @@ TEST_CASE("busctl lists, groups and shows what a failing bus dead-lettered, and 
   }
 
   // The cause is fixed: replay everything; the same bus handles it all.
-  cause_fixed = true;
+  f.cause_fixed = true;
   auto replay = busctl_json({"replay", endpoint, "--all"});
   CHECK(replay["replayed"].size() == 5);
   CHECK(replay["failed"].empty());
   REQUIRE(ended.wait([&](outcomes& o) { return o.handled == failed_ids; }));
-  CHECK(handled_as_replays == 5);
+  CHECK(f.handled_as_replays == 5);
   CHECK(busctl_json({"list", endpoint})["count"] == 0);
-  running.stop();
+  f.stop();
   auto stats = *running.stats(endpoint);
   CHECK(stats.dead_lettered == 5);
   CHECK(stats.handled == 5);
+}
+
+TEST_CASE("a replayed message that fails again gets its whole retry budget, not what was left of it") {
+  failing_bus f;
+  // A copy as a bus writes it after a long life: 7 failed attempts, the first
+  // one long ago, 3 redeliveries. Kept on the replay, this history would
+  // dead-letter it at its first new failure (time limit, attempt budget).
+  auto old = failed_copy("veteran", f.order_type, "bus::samples::validation_error", f.endpoint);
+  REQUIRE(old.headers.find(bus::header::first_failure_at));
+  auto broker = bus::test::connect_transport();
+  REQUIRE(broker->send(f.endpoint + "_error", old));
+
+  auto replay = busctl_json({"replay", f.endpoint, "veteran"});
+  REQUIRE(replay["replayed"].size() == 1);
+  REQUIRE(f.ended.wait([](outcomes& o) { return o.dead_lettered.count("veteran") == 1; }));
+
+  // It failed afresh: one immediate retry as the policy says, no redelivery
+  // counted, the retries exhausted (not the time limit); and it says it was
+  // replayed once.
+  auto shown = busctl_json({"show", f.endpoint, "veteran"});
+  CHECK(shown["fault"]["immediate_retries"] == 1);
+  CHECK(shown["fault"]["delivery_count"] == 0);
+  CHECK(shown["fault"]["replay_count"] == 1);
+  CHECK_THAT(shown["fault"]["reason"].get<std::string>(), Catch::Contains("retries exhausted after 2 attempts"));
+  CHECK_THAT(shown["fault"]["reason"].get<std::string>(), !Catch::Contains("time limit"));
+  auto listed = busctl_json({"list", f.endpoint});
+  REQUIRE(listed["count"] == 1);
+  CHECK(listed["messages"][0]["replay_count"] == 1);
+  f.stop();
 }
