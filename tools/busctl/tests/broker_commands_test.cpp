@@ -6,6 +6,8 @@
 #include "busctl_runner.hpp"
 #include "support/delivery_collector.hpp"
 
+#include <algorithm>
+
 using namespace bus::ctl::test;
 using bus::test::unique_name;
 using nlohmann::json;
@@ -238,4 +240,52 @@ TEST_CASE("busctl reads another queue with --queue, such as a skipped queue, and
   CHECK(replayed["replayed"][0]["destination"] == q.endpoint);
   CHECK(q.depth(skipped) == 2);
   CHECK(eventually([&] { return q.depth(q.endpoint) == 1; }));
+}
+
+TEST_CASE("busctl reads, replays and purges a quorum error queue, whose order reading may rotate") {
+  auto settings = bus::test::test_settings();
+  settings.queue_type = bus::rabbitmq_queue_type::quorum;
+  auto broker = bus::test::connect_transport(settings);
+  auto endpoint = unique_name("billing-quorum");
+  REQUIRE(broker->declare_queue(endpoint));
+  REQUIRE(broker->declare_queue(endpoint + "_error"));
+  for (auto id : {"q-1", "q-2", "q-3"})
+    REQUIRE(broker->send(endpoint + "_error", failed_copy(id, "order_placed", "db_error", endpoint)));
+
+  auto first = busctl_json({"list", endpoint});
+  CHECK(ids_of(first) == std::vector<std::string>{"q-1", "q-2", "q-3"});
+  // Given back, the messages went behind each other in the same order: the
+  // set stays, and each now counts a delivery of the broker's own.
+  auto second = busctl_json({"list", endpoint});
+  CHECK(second["count"] == 3);
+  auto shown = busctl_json({"show", endpoint, "q-2"});
+  bool counted = false;
+  for (const auto& h : shown["headers"])
+    counted = counted || h["name"] == "x-delivery-count";
+  CHECK(counted);
+
+  auto replay = busctl_json({"replay", endpoint, "q-2"});
+  CHECK(replay["replayed"].size() == 1);
+  auto left = ids_of(busctl_json({"list", endpoint}));
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"q-1", "q-3"});
+  CHECK(eventually([&] { return *broker->message_count(endpoint) == 1; }));
+  CHECK(busctl_json({"purge", endpoint, "--all"})["purged"] == 2);
+}
+
+TEST_CASE("busctl says when consumers hold messages of the queue it reads, which it cannot see") {
+  seeded_endpoint q;
+  q.fail("held-1");
+  q.fail("held-2");
+  auto holder = bus::test::connect_transport();
+  bus::test::delivery_collector held;
+  REQUIRE(holder->consume(q.error_queue, 10, held.handler()));
+  REQUIRE(held.wait_for(2)); // delivered, never acknowledged
+
+  auto r = run_busctl({"list", q.endpoint, "--json", "--url", broker_url()});
+  REQUIRE(r.code == 0);
+  CHECK(r.json()["count"] == 0);
+  CHECK(r.json()["consumers"] == 1);
+  CHECK_THAT(r.err, Catch::Contains("1 consumer is attached to '" + q.error_queue + "'"));
+  holder->cancel(q.error_queue);
 }
