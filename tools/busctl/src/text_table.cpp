@@ -17,22 +17,6 @@ std::size_t display_width(const std::string& text) {
     std::count_if(text.begin(), text.end(), [](char c) { return !continues_sequence(c); }));
 }
 
-std::string clip(const std::string& text, std::size_t max_chars) {
-  if (display_width(text) <= max_chars)
-    return text;
-  std::size_t keep = max_chars > 3 ? max_chars - 3 : 0;
-  std::size_t chars = 0;
-  std::size_t i = 0;
-  for (; i < text.size(); ++i) {
-    if (!continues_sequence(text[i])) {
-      if (chars == keep)
-        break;
-      ++chars;
-    }
-  }
-  return text.substr(0, i) + std::string("...").substr(0, max_chars - keep);
-}
-
 std::string render_table(const table_row& header, const std::vector<table_row>& rows) {
   std::vector<std::size_t> widths(header.size(), 0);
   auto measure = [&](const table_row& row) {

@@ -13,10 +13,6 @@ using table_row = std::vector<std::string>;
 // Rows shorter than the header are padded with empty cells.
 [[nodiscard]] std::string render_table(const table_row& header, const std::vector<table_row>& rows);
 
-// `text` cut to at most `max_chars` characters, ending in "..." if cut; a
-// UTF-8 sequence is never split.
-[[nodiscard]] std::string clip(const std::string& text, std::size_t max_chars);
-
 // Characters in UTF-8 `text` (bytes that do not continue a sequence).
 [[nodiscard]] std::size_t display_width(const std::string& text);
 

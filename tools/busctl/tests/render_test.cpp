@@ -39,13 +39,6 @@ TEST_CASE("a table aligns every column on its widest cell, counting characters n
   CHECK(lines[2] == "longer-id  x");
 }
 
-TEST_CASE("clip shortens long texts with an ellipsis and never splits a character") {
-  CHECK(clip("short", 10) == "short");
-  CHECK(clip("abcdefghij", 6) == "abc...");
-  CHECK(clip("äöüäöüäöü", 5) == "äö...");
-  CHECK(display_width(clip("äöüäöüäöü", 5)) == 5);
-}
-
 TEST_CASE("list prints one aligned row per message with its fault facts") {
   auto lines = lines_of(list_text(sample_listing()));
   REQUIRE(lines.size() == 4);
