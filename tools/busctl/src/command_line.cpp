@@ -1,0 +1,215 @@
+#include "command_line.hpp"
+
+#include <charconv>
+#include <map>
+
+namespace bus::ctl {
+
+namespace {
+
+const std::map<std::string, command_kind>& commands() {
+  static const std::map<std::string, command_kind> names{
+    {"help", command_kind::help},     {"list", command_kind::list},
+    {"groups", command_kind::groups}, {"show", command_kind::show},
+    {"replay", command_kind::replay}, {"purge", command_kind::purge}};
+  return names;
+}
+
+bool takes_selection(command_kind c) {
+  return c == command_kind::replay || c == command_kind::purge;
+}
+
+// The options that take a value; each may also be written --name=value.
+bool takes_value(const std::string& name) {
+  return name == "--url" || name == "--url-file" || name == "--queue" || name == "--limit"
+         || name == "--exception-type" || name == "--message-type";
+}
+
+struct raw_options {
+  std::map<std::string, std::string> values; // the last one given wins
+  bool json = false;
+  bool all = false;
+  bool help = false;
+  std::vector<std::string> positional;
+};
+
+void read_tokens(const std::vector<std::string>& args, raw_options& raw,
+                 std::vector<std::string>& mistakes) {
+  bool options_done = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (options_done || a.size() < 2 || a[0] != '-') {
+      raw.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      continue;
+    }
+    auto eq = a.find('=');
+    auto name = a.substr(0, eq);
+    if (takes_value(name)) {
+      if (eq != std::string::npos) {
+        raw.values[name] = a.substr(eq + 1);
+      } else if (i + 1 < args.size()) {
+        raw.values[name] = args[++i];
+      } else {
+        mistakes.push_back(name + " needs a value");
+      }
+    } else if (eq != std::string::npos) {
+      mistakes.push_back(name + " takes no value");
+    } else if (a == "--json") {
+      raw.json = true;
+    } else if (a == "--all") {
+      raw.all = true;
+    } else if (a == "-h" || a == "--help") {
+      raw.help = true;
+    } else {
+      mistakes.push_back("unknown option '" + a + "'");
+    }
+  }
+}
+
+std::optional<std::string> take(raw_options& raw, const std::string& name) {
+  auto it = raw.values.find(name);
+  if (it == raw.values.end())
+    return std::nullopt;
+  auto v = it->second;
+  raw.values.erase(it);
+  return v;
+}
+
+std::string joined(const std::vector<std::string>& mistakes) {
+  std::string out;
+  for (const auto& m : mistakes)
+    out += (out.empty() ? "" : "; ") + m;
+  return out;
+}
+
+} // namespace
+
+result<command_line> parse_command_line(const std::vector<std::string>& args) {
+  std::vector<std::string> mistakes;
+  raw_options raw;
+  read_tokens(args, raw, mistakes);
+  command_line out;
+
+  if (raw.help || raw.positional.empty()) {
+    if (!mistakes.empty())
+      return error{errc::invalid_configuration, joined(mistakes)};
+    if (raw.positional.empty() && !raw.help)
+      return error{errc::invalid_configuration,
+                   "no command given (list, groups, show, replay, purge; busctl --help)"};
+    out.command = command_kind::help;
+    return out;
+  }
+
+  auto found = commands().find(raw.positional[0]);
+  if (found == commands().end())
+    return error{errc::invalid_configuration,
+                 joined(mistakes) + (mistakes.empty() ? "" : "; ") + "unknown command '"
+                   + raw.positional[0] + "' (list, groups, show, replay, purge; busctl --help)"};
+  out.command = found->second;
+  if (out.command == command_kind::help)
+    return out;
+
+  std::vector<std::string> rest(raw.positional.begin() + 1, raw.positional.end());
+  const auto& name = raw.positional[0];
+  if (rest.empty() || rest[0].empty()) {
+    mistakes.push_back(name + " needs an ENDPOINT");
+  } else {
+    out.endpoint = rest[0];
+    rest.erase(rest.begin());
+  }
+
+  out.url = take(raw, "--url");
+  out.url_file = take(raw, "--url-file");
+  if (out.url && out.url_file)
+    mistakes.push_back("--url and --url-file both given; use one");
+  out.json = raw.json;
+  if (auto q = take(raw, "--queue")) {
+    if (q->empty())
+      mistakes.push_back("--queue needs a queue name");
+    out.queue = *q;
+  } else if (!out.endpoint.empty()) {
+    out.queue = out.endpoint + "_error";
+  }
+  if (auto limit = take(raw, "--limit")) {
+    unsigned long long n = 0;
+    auto [end, ec] = std::from_chars(limit->data(), limit->data() + limit->size(), n);
+    if (ec != std::errc() || end != limit->data() + limit->size() || limit->empty())
+      mistakes.push_back("--limit: '" + *limit + "' is not a count (0 or more)");
+    else
+      out.limit = static_cast<std::size_t>(n);
+  }
+
+  auto exception_type = take(raw, "--exception-type");
+  auto message_type = take(raw, "--message-type");
+  bool group = exception_type || message_type;
+
+  if (takes_selection(out.command)) {
+    int ways = (rest.empty() ? 0 : 1) + (group ? 1 : 0) + (raw.all ? 1 : 0);
+    if (ways == 0)
+      mistakes.push_back(name
+                         + " needs a selection: MESSAGE_ID..., --exception-type T [--message-type M],"
+                           " or --all");
+    else if (ways > 1)
+      mistakes.push_back(name + " takes one selection: message ids, a group or --all, not several");
+    else if (!rest.empty())
+      out.selection = by_ids{rest};
+    else if (group)
+      out.selection = by_group{exception_type, message_type};
+    else
+      out.selection = every_message{};
+  } else {
+    if (group || raw.all)
+      mistakes.push_back("--exception-type, --message-type and --all select messages for replay "
+                         "or purge, not for "
+                         + name);
+    if (out.command == command_kind::show) {
+      if (rest.size() != 1 || rest[0].empty())
+        mistakes.push_back("show needs exactly one MESSAGE_ID after the endpoint");
+      else
+        out.message_id = rest[0];
+    } else if (!rest.empty()) {
+      mistakes.push_back(name + " takes only an ENDPOINT; unexpected '" + rest[0] + "'");
+    }
+  }
+
+  if (!mistakes.empty())
+    return error{errc::invalid_configuration, joined(mistakes)};
+  return out;
+}
+
+std::string usage_text() {
+  return R"(busctl: the error queue of a bus endpoint on RabbitMQ
+
+usage:
+  busctl list   ENDPOINT                 the messages on the error queue, oldest first
+  busctl groups ENDPOINT                 the same, counted by exception type and message type
+  busctl show   ENDPOINT MESSAGE_ID      one message: its headers, properties and body
+  busctl replay ENDPOINT SELECTION       back to their original queue, fault headers removed
+  busctl purge  ENDPOINT SELECTION       delete for good
+
+SELECTION is one of:
+  MESSAGE_ID...                          these messages
+  --exception-type T [--message-type M]  one group (names as `groups` prints them)
+  --message-type M                       every message of one type
+  --all                                  every message on the queue
+
+options (anywhere on the line):
+  --url URL         amqp[s]://user:password@host:port/vhost
+  --url-file PATH   the URL on the first line of a file (keeps the password out of `ps`)
+                    without either: the environment variable BUS_RABBITMQ_URL
+  --queue QUEUE     read this queue instead of ENDPOINT_error (a skipped queue, say)
+  --limit N         look at no more than N messages from the head of the queue
+  --json            one JSON document on standard output, for scripts
+  -h, --help        this text
+
+exit codes: 0 done, 1 nothing matched (unknown id, empty selection),
+2 usage or settings, 3 broker unreachable or login refused,
+4 no such queue, 5 the broker refused part of the work (docs/busctl.md)
+)";
+}
+
+} // namespace bus::ctl

@@ -1,0 +1,39 @@
+// busctl's command line, parsed into a value: the command, the endpoint and
+// queue it reads, what it selects, how it connects and prints. Pure (no
+// environment, no files), so every rule is unit-tested; a mistake is an
+// errc::invalid_configuration naming every problem at once (exit code 2).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bus/error.hpp"
+#include "selection.hpp"
+
+namespace bus::ctl {
+
+enum class command_kind { help, list, groups, show, replay, purge };
+
+struct command_line {
+  command_kind command = command_kind::help;
+  std::string endpoint;
+  std::string queue; // --queue, else "<endpoint>_error"
+  std::optional<std::string> url;      // --url
+  std::optional<std::string> url_file; // --url-file
+  bool json = false;
+  // --limit: look at no more than this many messages from the head of the
+  // queue (0: all of them).
+  std::size_t limit = 0;
+  std::string message_id;            // show
+  std::optional<selector> selection; // replay, purge
+};
+
+// `args` without the program name.
+[[nodiscard]] result<command_line> parse_command_line(const std::vector<std::string>& args);
+
+// The text of `busctl --help`.
+[[nodiscard]] std::string usage_text();
+
+} // namespace bus::ctl

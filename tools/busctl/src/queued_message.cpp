@@ -1,0 +1,62 @@
+#include "queued_message.hpp"
+
+#include <charconv>
+
+#include "bus/header_names.hpp"
+#include "replay_headers.hpp"
+
+namespace bus::ctl {
+
+namespace {
+
+std::optional<std::int64_t> number(const queued_message& m, std::string_view name) {
+  auto text = header_text(m, name);
+  std::int64_t value = 0;
+  if (!text || text->empty()
+      || std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc())
+    return std::nullopt;
+  return value;
+}
+
+std::string text_or_empty(const queued_message& m, std::string_view name) {
+  return header_text(m, name).value_or(std::string());
+}
+
+} // namespace
+
+std::optional<std::string> header_text(const queued_message& m, std::string_view name) {
+  for (const auto& h : m.headers) {
+    if (h.name != name)
+      continue;
+    if (h.value.is_string())
+      return h.value.get<std::string>();
+    if (h.value.is_number() || h.value.is_boolean())
+      return h.value.dump();
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string message_type_of(const queued_message& m) {
+  if (auto type = header_text(m, header::message_type); type && !type->empty())
+    return *type;
+  if (auto it = m.properties.find("type"); it != m.properties.end() && it->is_string())
+    return it->get<std::string>();
+  return {};
+}
+
+fault_summary fault_of(const queued_message& m) {
+  fault_summary f;
+  f.exception_type = text_or_empty(m, header::fault_exception_type);
+  f.exception_message = text_or_empty(m, header::fault_message);
+  f.reason = text_or_empty(m, header::fault_reason);
+  f.at = text_or_empty(m, header::fault_at);
+  f.endpoint = text_or_empty(m, header::fault_endpoint);
+  f.original_address = text_or_empty(m, header::fault_original_address);
+  f.immediate_retries = number(m, header::fault_immediate_retries);
+  f.delivery_count = number(m, header::fault_delivery_count);
+  f.replay_count = number(m, replay_header::replay_count);
+  return f;
+}
+
+} // namespace bus::ctl
