@@ -96,6 +96,22 @@ struct error_queue_admin::impl {
     return ok->consumer_count;
   }
 
+  // A channel of its own to read `queue` on, and how many consumers the
+  // queue has (what they hold, basic.get cannot see). Every command starts so.
+  struct reading {
+    amqp_channel_t channel;
+    std::uint32_t consumers;
+  };
+  result<reading> open_reading(const std::string& queue) {
+    auto ch = open_channel();
+    if (!ch)
+      return ch.error();
+    auto consumers = consumers_of(*ch, queue);
+    if (!consumers)
+      return consumers.error();
+    return reading{*ch, *consumers};
+  }
+
   // Takes the messages of `queue` from its head, without acknowledging them,
   // until it is empty (as the broker counted at the last take) or `limit`.
   result<void> take(amqp_channel_t ch, const std::string& queue, std::size_t limit,
@@ -256,21 +272,19 @@ error_queue_admin::connect(const rabbitmq_settings& settings) {
 
 result<queue_listing> error_queue_admin::peek(const std::string& queue, std::size_t limit) {
   auto& s = *impl_;
-  auto ch = s.open_channel();
-  if (!ch)
-    return ch.error();
-  auto consumers = s.consumers_of(*ch, queue);
-  if (!consumers)
-    return consumers.error();
+  auto opened = s.open_reading(queue);
+  if (!opened)
+    return opened.error();
+  auto ch = opened->channel;
   taken_batch batch;
-  if (auto taken = s.take(*ch, queue, limit, batch); !taken)
+  if (auto taken = s.take(ch, queue, limit, batch); !taken)
     return taken.error();
   // Whether or not the close is answered, nothing was acknowledged: every
   // message goes back (at the latest when the connection closes).
-  s.close_channel(*ch);
+  s.close_channel(ch);
   queue_listing out;
   out.queue = queue;
-  out.consumers = *consumers;
+  out.consumers = opened->consumers;
   out.truncated = batch.truncated;
   out.messages = std::move(batch.messages);
   batch.messages.clear();
@@ -282,12 +296,10 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
                                                 const std::string& endpoint_queue,
                                                 time_point now) {
   auto& s = *impl_;
-  auto get_ch = s.open_channel();
-  if (!get_ch)
-    return get_ch.error();
-  auto consumers = s.consumers_of(*get_ch, queue);
-  if (!consumers)
-    return consumers.error();
+  auto opened = s.open_reading(queue);
+  if (!opened)
+    return opened.error();
+  auto get_ch = opened->channel;
   auto pub_ch = s.open_channel();
   if (!pub_ch)
     return pub_ch.error();
@@ -296,13 +308,13 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
     return s.fail(*f, "turning publisher confirms on");
 
   taken_batch batch;
-  if (auto taken = s.take(*get_ch, queue, limit, batch); !taken)
+  if (auto taken = s.take(get_ch, queue, limit, batch); !taken)
     return taken.error();
   auto chosen = select(batch.messages, which);
 
   replay_report report;
   report.queue = queue;
-  report.consumers = *consumers;
+  report.consumers = opened->consumers;
   report.truncated = batch.truncated;
   report.unknown_ids = chosen.unknown_ids;
   std::uint64_t seq = 0;
@@ -329,7 +341,7 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
       continue;
     }
     // Confirmed: the copy is safe on the destination, the original may go.
-    if (auto f = s.ack(*get_ch, h)) {
+    if (auto f = s.ack(get_ch, h)) {
       report.replayed.push_back({m.id, destination, {}});
       report.warning = "lost the connection before removing replayed messages from '" + queue
                        + "' (" + describe(*f) + "): they are on both queues now";
@@ -340,7 +352,7 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
     report.replayed.push_back({m.id, destination, {}});
   }
   // The close is answered only after the broker processed the acks before it.
-  if (!s.close_channel(*get_ch) && acked_any && report.warning.empty())
+  if (!s.close_channel(get_ch) && acked_any && report.warning.empty())
     report.warning = "the broker did not confirm the removal of the replayed messages from '"
                      + queue + "': some may be on both queues now";
   return report;
@@ -349,33 +361,31 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
 result<purge_report> error_queue_admin::purge(const std::string& queue, std::size_t limit,
                                               const selector& which) {
   auto& s = *impl_;
-  auto ch = s.open_channel();
-  if (!ch)
-    return ch.error();
-  auto consumers = s.consumers_of(*ch, queue);
-  if (!consumers)
-    return consumers.error();
+  auto opened = s.open_reading(queue);
+  if (!opened)
+    return opened.error();
+  auto ch = opened->channel;
   purge_report report;
   report.queue = queue;
-  report.consumers = *consumers;
+  report.consumers = opened->consumers;
 
   if (std::holds_alternative<every_message>(which) && limit == 0) {
-    auto* ok = amqp_queue_purge(s.conn(), *ch, bytes_of(queue));
-    if (auto f = s.session->rpc_status(*ch))
+    auto* ok = amqp_queue_purge(s.conn(), ch, bytes_of(queue));
+    if (auto f = s.session->rpc_status(ch))
       return s.fail(*f, "purging queue '" + queue + "'");
     report.purged = ok->message_count;
-    s.close_channel(*ch);
+    s.close_channel(ch);
     return report;
   }
 
   taken_batch batch;
-  if (auto taken = s.take(*ch, queue, limit, batch); !taken)
+  if (auto taken = s.take(ch, queue, limit, batch); !taken)
     return taken.error();
   report.truncated = batch.truncated;
   auto chosen = select(batch.messages, which);
   report.unknown_ids = chosen.unknown_ids;
   for (auto index : chosen.chosen) {
-    if (auto f = s.ack(*ch, batch.held[index])) {
+    if (auto f = s.ack(ch, batch.held[index])) {
       report.warning = "lost the connection while deleting (" + describe(*f)
                        + "): the messages not listed as purged are still on '" + queue + "'";
       break;
@@ -383,7 +393,7 @@ result<purge_report> error_queue_admin::purge(const std::string& queue, std::siz
     report.ids.push_back(batch.messages[index].id);
   }
   report.purged = report.ids.size();
-  if (!s.close_channel(*ch) && report.purged > 0 && report.warning.empty())
+  if (!s.close_channel(ch) && report.purged > 0 && report.warning.empty())
     report.warning = "the broker did not confirm the deletion: some of the messages listed as "
                      "purged may still be on '"
                      + queue + "'";
