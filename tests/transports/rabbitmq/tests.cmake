@@ -60,3 +60,26 @@ bus_rabbitmq_test_binary(bus_on_rabbitmq_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/bus_on_rabbitmq_test.cpp)
 target_link_libraries(bus_on_rabbitmq_tests PRIVATE bus::runtime)
 target_precompile_headers(bus_on_rabbitmq_tests PRIVATE <caf/all.hpp>)
+
+# Faults across processes (issue 6): kill -9 of a consumer process in the
+# middle of retries.
+#
+# The worker process of the kill test: a bus endpoint on the broker whose
+# handler fails as each message says, recording every step in a ledger.
+add_executable(rabbitmq_fault_worker ${CMAKE_CURRENT_LIST_DIR}/fault_worker.cpp)
+target_link_libraries(rabbitmq_fault_worker PRIVATE bus_flags bus::runtime bus::rabbitmq)
+
+add_executable(rabbitmq_fault_tests
+  ${CMAKE_CURRENT_LIST_DIR}/consumer_kill_test.cpp
+  $<TARGET_OBJECTS:bus_catch_main>)
+target_link_libraries(rabbitmq_fault_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
+                                                   bus::rabbitmq)
+target_compile_definitions(rabbitmq_fault_tests PRIVATE CATCH_CONFIG_ENABLE_CHRONO_STRINGMAKER
+  BUS_FAULT_WORKER="$<TARGET_FILE:rabbitmq_fault_worker>")
+target_include_directories(rabbitmq_fault_tests PRIVATE "${PROJECT_SOURCE_DIR}/tests"
+  "${CMAKE_CURRENT_LIST_DIR}" "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # delay level names
+add_dependencies(rabbitmq_fault_tests rabbitmq_fault_worker)
+catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[kill]" TEST_PREFIX "rabbitmq_fault_tests: "
+  PROPERTIES FIXTURES_REQUIRED rabbitmq
+             ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_broker_dir}"
+             TIMEOUT 120)
