@@ -9,6 +9,10 @@
 #                                           AMQP connections, write DIR/broker.env
 #   rabbitmq-test-broker.sh stop DIR        stop the node started in DIR, by its
 #                                           own name, and its epmd; remove DIR
+#   rabbitmq-test-broker.sh restart DIR     stop the node started in DIR and start it
+#                                           again on its data (same name, ports and
+#                                           messages), as a broker restart in production
+#                                           would; returns once it takes AMQP connections
 #   rabbitmq-test-broker.sh ctl DIR ARGS..  rabbitmqctl against that node
 #   rabbitmq-test-broker.sh certs DIR       only generate the TLS files (see below)
 #
@@ -20,6 +24,7 @@
 #   BUS_RABBITMQ_TLS_URL    amqps://guest:guest@localhost:<tls port>/?cacertfile=...
 #   BUS_RABBITMQ_WRONG_CA   a CA certificate that did not sign the broker's
 #   BUS_RABBITMQ_CTL        a command line that runs rabbitmqctl on the node
+#   BUS_RABBITMQ_RESTART    a command line that restarts the node (see restart)
 #
 # Needs rabbitmq-server and openssl (Debian packages). Works as root (CI) or
 # as any user: /usr/lib/rabbitmq/bin/* runs the node as the calling user.
@@ -148,6 +153,36 @@ stop_node() {
   )
 }
 
+# Starts the node described by DIR/node.env on whatever DIR already holds,
+# and waits until it takes AMQP connections.
+launch_node() {
+  local dir=$1
+  (
+    node_env "${dir}"
+    cd "${dir}"
+    say "starting ${RABBITMQ_NODENAME} (AMQP 127.0.0.1:${NODE_PORT}, TLS ${TLS_PORT}) in ${dir}"
+    "${RABBIT_BIN}/rabbitmq-server" -detached >"${dir}/start.out" 2>&1
+    "${RABBIT_BIN}/rabbitmqctl" -n "${RABBITMQ_NODENAME}" -q wait --timeout "${START_TIMEOUT}" \
+      "${RABBITMQ_PID_FILE}" >>"${dir}/start.out" 2>&1
+  )
+}
+
+# Stops the node and starts it again on the same data: durable queues and
+# persistent messages come back, clients see their connections close. The
+# node keeps its ports, so clients reconnect to the same URL.
+restart() {
+  local dir=$1
+  [[ -f "${dir}/node.env" ]] || die "no node was started in ${dir}"
+  dir=$(cd "${dir}" && pwd)
+  stop_node "${dir}"
+  say "stopped $(grep NODENAME "${dir}/node.env" | cut -d= -f2); starting it again"
+  # One retry: a port of the old node may linger for a moment.
+  launch_node "${dir}" || { stop_node "${dir}"; launch_node "${dir}"; } ||
+    { tail -n 20 "${dir}/start.out" "${dir}"/log/*.log 2>/dev/null | sed 's/^/    /' >&2 || true
+      die "the node did not come back after the restart"; }
+  say "ready again: amqp://127.0.0.1:$(grep NODE_PORT "${dir}/node.env" | cut -d= -f2)/"
+}
+
 start() {
   local dir=$1
   [[ -x "${RABBIT_BIN}/rabbitmq-server" ]] ||
@@ -167,15 +202,7 @@ TLS_PORT=$(free_port)
 DIST_PORT=$(free_port)
 EPMD_PORT=$(free_port)
 EOF
-    (
-      node_env "${dir}"
-      write_config "${dir}"
-      cd "${dir}"
-      say "starting ${RABBITMQ_NODENAME} (AMQP 127.0.0.1:${NODE_PORT}, TLS ${TLS_PORT}) in ${dir}"
-      "${RABBIT_BIN}/rabbitmq-server" -detached >"${dir}/start.out" 2>&1
-      "${RABBIT_BIN}/rabbitmqctl" -n "${RABBITMQ_NODENAME}" -q wait --timeout "${START_TIMEOUT}" \
-        "${RABBITMQ_PID_FILE}" >>"${dir}/start.out" 2>&1
-    ) && break
+    (node_env "${dir}" && write_config "${dir}") && launch_node "${dir}" && break
     say "the node did not start (attempt ${attempt}):"
     tail -n 20 "${dir}/start.out" "${dir}"/log/*.log 2>/dev/null | sed 's/^/    /' >&2 || true
     stop_node "${dir}"
@@ -191,13 +218,14 @@ BUS_RABBITMQ_CHAOS_URL=amqp://guest:guest@127.0.0.1:${NODE_PORT}/bus-chaos
 BUS_RABBITMQ_TLS_URL=amqps://guest:guest@localhost:${TLS_PORT}/?cacertfile=${dir}/certs/ca.pem
 BUS_RABBITMQ_WRONG_CA=${dir}/certs/other-ca.pem
 BUS_RABBITMQ_CTL='${script}' ctl '${dir}'
+BUS_RABBITMQ_RESTART='${script}' restart '${dir}'
 EOF
   say "ready: ${RABBITMQ_NODENAME}, amqp://127.0.0.1:${NODE_PORT}/"
 }
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
@@ -207,7 +235,8 @@ case "${cmd}" in
     if [[ -f "${dir}/node.env" ]]; then say "stopped $(grep NODENAME "${dir}/node.env" | cut -d= -f2)"; fi
     rm -rf "${dir:?}"
     ;;
+  restart) restart "${dir}" ;;
   ctl) ctl "${dir}" "$@" ;;
   certs) make_certs "${dir}" ;;
-  *) die "unknown command '${cmd}' (start, stop, ctl, certs)" ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs)" ;;
 esac

@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -103,6 +105,30 @@ inline std::shared_ptr<rabbitmq_transport> connect_transport() {
 inline int rabbitmqctl(const std::string& args) {
   auto command = broker_env("BUS_RABBITMQ_CTL") + " " + args + " >/dev/null 2>&1";
   return std::system(command.c_str());
+}
+
+// What `rabbitmqctl list_queues -q name messages` says: every queue of the
+// vhost "/" with its messages, ready and delivered but unacknowledged
+// together (an AMQP passive declare counts the ready ones only). FAILs if
+// rabbitmqctl fails.
+inline std::map<std::string, long> queue_depths() {
+  auto command = broker_env("BUS_RABBITMQ_CTL") + " list_queues -q name messages 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe)
+    FAIL("cannot run " << command);
+  std::string output;
+  char buffer[4096];
+  while (auto n = std::fread(buffer, 1, sizeof buffer, pipe.get()))
+    output.append(buffer, n);
+  if (::pclose(pipe.release()) != 0)
+    FAIL(command << " failed: " << output);
+  std::map<std::string, long> depths;
+  std::istringstream lines(output);
+  std::string name;
+  long messages = 0;
+  while (lines >> name >> messages)
+    depths[name] = messages;
+  return depths;
 }
 
 } // namespace bus::test
