@@ -12,6 +12,7 @@ clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
   "$src/tests/fuzz/wire_fuzzer.cpp" \
   "$lib/wire.cpp" "$lib/headers.cpp" "$lib/message_registry.cpp" "$lib/message_body.cpp" \
   "$lib/error.cpp" "$lib/time.cpp" "$lib/envelope.cpp" "$lib/fault.cpp" "$lib/exception_info.cpp" \
+  "$lib/policy/exception_type.cpp" \
   -o "$work/wire_fuzzer"
 rm -rf "$work/corpus" && cp -r "$src/tests/fuzz/corpus/wire" "$work/corpus"
 cd "$work"
