@@ -28,6 +28,16 @@ using resume_atom = caf::atom_constant<caf::atom("resume")>;     // endpoint -> 
 using status_atom = caf::atom_constant<caf::atom("status")>;     // endpoint -> breaker
 using retrying_atom = caf::atom_constant<caf::atom("retrying")>; // consumer -> endpoint
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;       // endpoint -> consumer
+using reschedule_atom = caf::atom_constant<caf::atom("resched")>; // consumer -> itself
+
+// The category of the errors the scheduler refuses a message with: the
+// code is refusal_code() of the transport's bus::errc, the context its
+// text, so that a consumer can tell "not now" from "never".
+inline constexpr caf::atom_value scheduler_refusal = caf::atom("refused");
+// Shifted by one: a caf::error with code 0 is no error at all.
+constexpr std::uint8_t refusal_code(errc code) noexcept {
+  return static_cast<std::uint8_t>(static_cast<int>(code) + 1);
+}
 
 // How an attempt at a delivery ended, from the endpoint's point of view:
 // what to tell the transport and which counter moves.

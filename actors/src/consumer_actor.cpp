@@ -1,5 +1,6 @@
 #include "consumer_actor.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -147,6 +148,36 @@ void fail_for_good(consumer* self, const move_to_error& a) {
   end_in_fault(self, fault_of(self, a.reason), a.queue);
 }
 
+// Whether the scheduler refused for now only: the transport could not
+// reach the broker. The message is then kept, never moved to the error
+// queue, since its original delivery cannot be acknowledged either and
+// would come back to end a second time.
+bool refused_for_now(const caf::error& err) {
+  return err && err.category() == scheduler_refusal
+         && err.code() == refusal_code(errc::transport_failure);
+}
+
+std::string refusal_text(consumer* self, const caf::error& err) {
+  const auto& context = err.context();
+  if (context.size() == 1 && context.match_element<std::string>(0))
+    return context.get_as<std::string>(0);
+  return self->system().render(err);
+}
+
+// Holds the slot and asks the scheduler again later, 1 s doubling to 30 s:
+// an outage costs time, not the message. A stop gives it back to the
+// queue after the drain timeout.
+void reschedule_after_refusal(consumer* self, const std::string& why) {
+  auto& cur = *self->state.current;
+  auto wait = std::chrono::seconds(1) * (1 << std::min(cur.scheduler_refusals, 5));
+  auto pause = std::min<duration>(wait, std::chrono::seconds(30));
+  ++cur.scheduler_refusals;
+  self->state.rt->log().delayed_retry->warn(
+    "cannot hand message {} over for its redelivery ({}); keeping it and trying again in {}",
+    cur.item.message->message_id, why, to_hms(pause));
+  self->delayed_send(self, pause, reschedule_atom::value, cur.item.tag);
+}
+
 void redeliver_later(consumer* self, const delayed_retry& a) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
@@ -170,6 +201,7 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
     e.detail = "redelivery " + std::to_string(copy->delivery_count);
   });
   auto tag = cur.item.tag;
+  cur.redelivery = a;
   self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay,
                 announcement(std::move(notice)))
     .then(
@@ -178,10 +210,15 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
           report(self, outcome::scheduled);
       },
       [=](caf::error& err) {
-        if (self->state.current && self->state.current->item.tag == tag)
-          fail_for_good(self, move_to_error{"the scheduler refused the redelivery: "
-                                              + self->system().render(err),
-                                            {}});
+        if (!self->state.current || self->state.current->item.tag != tag)
+          return;
+        if (refused_for_now(err)) {
+          reschedule_after_refusal(self, refusal_text(self, err));
+          return;
+        }
+        fail_for_good(self, move_to_error{"the scheduler refused the redelivery: "
+                                            + refusal_text(self, err),
+                                          {}});
       });
 }
 
@@ -408,6 +445,11 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
     [=](run_atom, delivery& d, bool throttled) { begin(self, std::move(d), throttled); },
     [=](adopt_atom, delivery& d, bool throttled, int attempt, const std::string& why) {
       adopt(self, std::move(d), throttled, attempt, why);
+    },
+    [=](reschedule_atom, std::uint64_t tag) {
+      auto& cur = self->state.current;
+      if (cur && cur->item.tag == tag && cur->redelivery)
+        redeliver_later(self, *cur->redelivery);
     },
     [=](retry_atom, std::uint64_t tag) {
       auto& cur = self->state.current;

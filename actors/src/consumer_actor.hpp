@@ -15,6 +15,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "bus/exception_info.hpp"
+#include "bus/policy/action.hpp"
 #include "endpoint_runtime.hpp"
 
 namespace bus::detail {
@@ -28,6 +29,8 @@ struct current_delivery {
   bool throttled = false;            // dispatched while rate limited: no immediate retries
   std::exception_ptr last_exception; // of the last failed attempt
   exception_info last_what;          // its type and message, described once per failure
+  std::optional<delayed_retry> redelivery; // decided, not yet accepted by the scheduler
+  int scheduler_refusals = 0;             // transient refusals of that redelivery so far
 };
 
 struct consumer_state {

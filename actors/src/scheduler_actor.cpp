@@ -67,7 +67,8 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
         // far longer than its confirmation takes to arrive.
         auto held = transport.send_delayed(st.rt->name(), std::move(*msg), delay);
         if (!held)
-          return caf::make_error(caf::sec::runtime_error, to_string(held.error()));
+          return caf::error(refusal_code(held.error().code), scheduler_refusal,
+                            caf::make_message(to_string(held.error())));
         st.rt->emit_prepared(notice);
         return ok_atom::value;
       }

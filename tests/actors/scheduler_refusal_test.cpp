@@ -1,0 +1,85 @@
+// A redelivery handed to a transport that holds delays (a broker): when the
+// broker cannot take it right now, the message keeps its slot and is
+// offered again; it is never moved to the error queue for an outage, since
+// its delivery could come back and end a second time.
+#include <catch2/catch.hpp>
+
+#include "bus/header_names.hpp"
+#include "support/caf_fixture.hpp"
+#include "support/delaying_transport.hpp"
+
+using namespace bus::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Billing fails every first delivery and succeeds on the redelivery.
+std::unique_ptr<bus::message_bus> start_on(caf_fixture& f, std::shared_ptr<delaying_transport> t) {
+  auto b = f.builder();
+  b.transport(t)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.slots(1).handle<order_placed>([](const order_placed&, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("payment service down");
+      });
+    });
+  return f.start(b);
+}
+
+} // namespace
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a redelivery the broker cannot take now keeps its slot and is offered again") {
+  auto delaying = std::make_shared<delaying_transport>(*transport);
+  delaying->refusals_left = 3;
+  auto bus = start_on(*this, delaying);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  CHECK(delaying->refused == 1);
+  // Waiting: unacknowledged, in flight, nowhere else.
+  CHECK(transport->unacked("billing") == 1);
+  CHECK(stats(*bus, "billing").in_flight == 1);
+
+  // Offered again after 1 s, 2 s, 4 s: the fourth time is accepted.
+  for (auto wait : {1s, 2s}) {
+    sched.advance_time(wait);
+    sched.run();
+  }
+  CHECK(delaying->refused == 3);
+  CHECK(delaying->accepted == 0);
+  sched.advance_time(4s - 1ms);
+  sched.run();
+  CHECK(delaying->accepted == 0);
+  sched.advance_time(1ms);
+  sched.run();
+  CHECK(delaying->accepted == 1);
+
+  auto s = stats(*bus, "billing");
+  CHECK(s.redeliveries_scheduled == 1);
+  CHECK(s.handled == 1); // the redelivered copy, which the double delivers at once
+  CHECK(s.dead_lettered == 0);
+  CHECK(s.in_flight == 0);
+  CHECK(transport->depth("billing_error") == 0);
+  CHECK(transport->unacked("billing") == 0);
+  CHECK(log_count("cannot hand message") == 3);
+}
+
+TEST_CASE_METHOD(caf_fixture, "a redelivery the broker can never hold goes to the error queue") {
+  auto delaying = std::make_shared<delaying_transport>(*transport);
+  delaying->refusals_left = 1;
+  delaying->refusal = bus::errc::invalid_configuration;
+  auto bus = start_on(*this, delaying);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  auto s = stats(*bus, "billing");
+  CHECK(s.dead_lettered == 1);
+  CHECK(s.in_flight == 0);
+  REQUIRE(transport->depth("billing_error") == 1);
+  auto parked = transport->browse("billing_error");
+  auto reason = parked[0]->headers.find(bus::header::fault_reason);
+  REQUIRE(reason);
+  CHECK_THAT(std::string(*reason), Catch::Contains("the scheduler refused the redelivery")
+                                     && Catch::Contains("the broker refuses"));
+  CHECK(log_count("cannot hand message") == 0);
+}
