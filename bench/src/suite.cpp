@@ -27,6 +27,10 @@ struct sizes {
   std::uint64_t retry = 1'000'000;
   std::uint64_t redelivery = 1'000'000;
   int slots_for_failures = 8;
+  // RabbitMQ: a confirmed send costs a broker round trip, so one sender
+  // gets fewer messages; enough for a second or more per run.
+  std::uint64_t rabbitmq_one = 2'000;
+  std::uint64_t rabbitmq_many = 20'000;
 };
 
 sizes sizes_for(const suite_options& o) {
@@ -37,11 +41,16 @@ sizes sizes_for(const suite_options& o) {
     s.latency = 50'000;
     s.retry = 100'000;
     s.redelivery = 100'000;
+    s.rabbitmq_one = 500;
+    s.rabbitmq_many = 5'000;
   }
   return s;
 }
 
 const int slot_counts[] = {1, 2, 8, 64};
+// Concurrent senders (bus) = unconfirmed window (raw); prefetch = slots.
+const int rabbitmq_senders[] = {1, 8, 64};
+const int rabbitmq_slots[] = {1, 8, 64};
 
 std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -298,6 +307,43 @@ json redelivery_section(case_runner& run, const suite_options& o, const sizes& s
   return out;
 }
 
+// Bus and raw rabbitmq-c interleaved, run by run, so that the broker's
+// state (its disk, its memory) drifts under both alike.
+json rabbitmq_rows(case_runner& run, const suite_options& o, const sizes& s,
+                   const std::string& name, const char* knob, const int (&values)[3]) {
+  json rows = json::array();
+  for (int v : values) {
+    auto messages = v == 1 ? s.rabbitmq_one : s.rabbitmq_many;
+    auto args = std::vector<std::string>{"--url", o.rabbitmq_url, std::string("--") + knob,
+                                         std::to_string(v), "--messages", std::to_string(messages)};
+    std::vector<json> bus_runs, raw_runs;
+    for (int r = 0; r < o.runs; ++r) {
+      bus_runs.push_back(run.run(name, args + std::vector<std::string>{"--impl", "bus"}));
+      raw_runs.push_back(run.run(name, args + std::vector<std::string>{"--impl", "raw"}));
+    }
+    json row = {{knob, v},
+                {"messages", messages},
+                {"bus_msgs_per_s", median(bus_runs, "msgs_per_s")},
+                {"raw_msgs_per_s", median(raw_runs, "msgs_per_s")},
+                {"bus_peak_rss_kb", median(bus_runs, "peak_rss_kb")},
+                {"raw_peak_rss_kb", median(raw_runs, "peak_rss_kb")},
+                {"runs", {{"bus", bus_runs}, {"raw", raw_runs}}}};
+    row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+json rabbitmq_section(case_runner& run, const suite_options& o, const sizes& s) {
+  if (o.rabbitmq_url.empty())
+    return {{"status", o.rabbitmq_status}, {"send", nullptr}, {"consume", nullptr}};
+  return {{"status", "a throwaway broker on this machine (scripts/rabbitmq-test-broker.sh); "
+                     "persistent messages, publisher confirms, a durable classic queue, one "
+                     "basic.ack per message, on both sides"},
+          {"send", rabbitmq_rows(run, o, s, "rabbitmq_send", "senders", rabbitmq_senders)},
+          {"consume", rabbitmq_rows(run, o, s, "rabbitmq_consume", "slots", rabbitmq_slots)}};
+}
+
 // -- targets ------------------------------------------------------------------
 
 json target(const std::string& what, const std::string& goal, const std::string& measured,
@@ -348,6 +394,21 @@ json evaluate_targets(const json& results) {
   out.push_back(target(pending + " redeliveries firing when due", ">= 1M msg/s",
                        fmt("%.0f msg/s", num(r["fire_msgs_per_s"])),
                        num(r["fire_msgs_per_s"]) >= 1e6));
+  const auto& mq = results["rabbitmq"];
+  if (mq["send"].is_array()) {
+    double worst = 1e9;
+    std::string ratios;
+    for (const char* path : {"send", "consume"})
+      for (const auto& row : mq[path]) {
+        worst = std::min(worst, num(row["ratio_bus_to_raw"]));
+        ratios += (ratios.empty() ? "" : ", ") + std::string(path) + " "
+                  + std::to_string(row.contains("senders") ? row["senders"].get<int>()
+                                                           : row["slots"].get<int>())
+                  + " " + fmt("%.2f", num(row["ratio_bus_to_raw"]));
+      }
+    out.push_back(target("RabbitMQ bus vs raw rabbitmq-c, same guarantees", ">= 0.9", ratios,
+                         worst >= 0.9));
+  }
   return out;
 }
 
@@ -412,7 +473,25 @@ void print_table(const json& results, const suite_options& o) {
                 x(r[side]["schedule_s"]).c_str(), k(r[side]["fire_msgs_per_s"]).c_str(),
                 mb(r[side]["peak_rss_kb"]).c_str());
 
-  std::printf("\nRabbitMQ: %s\n", results["rabbitmq"]["status"].get<std::string>().c_str());
+  const auto& mq = results["rabbitmq"];
+  std::printf("\nRabbitMQ: %s\n", mq["status"].get<std::string>().c_str());
+  if (mq["send"].is_array()) {
+    std::printf("  %-26s %10s %12s %12s %8s %10s\n", "", "messages", "bus msg/s", "raw msg/s",
+                "bus/raw", "RSS b/r");
+    for (const char* path : {"send", "consume"})
+      for (const auto& row : mq[path]) {
+        auto label = std::string(path) == "send"
+                         ? "send, " + std::to_string(row["senders"].get<int>()) + " senders"
+                         : "consume, prefetch " + std::to_string(row["slots"].get<int>());
+        std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(),
+                    k(row["messages"]).c_str(), fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
+                    fmt("%.1fk", num(row["raw_msgs_per_s"]) / 1000).c_str(),
+                    x(row["ratio_bus_to_raw"]).c_str(),
+                    (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
+      }
+    std::printf("  send: concurrent bus.send() calls vs one raw publisher with as many "
+                "unconfirmed; consume: an endpoint with a no-op handler vs raw consume+decode\n");
+  }
 
   std::printf("\nTargets (goals, not assertions)\n");
   for (const auto& t : results["targets"])
@@ -439,12 +518,7 @@ int run_suite(const suite_options& o) {
   results["in_memory"]["latency"] = latency_section(run, o, s, results["in_memory"]["throughput"]);
   results["failure_path"] = failure_section(run, o, s);
   results["redelivery"] = redelivery_section(run, o, s);
-  results["rabbitmq"] = {
-      {"status",
-       "not measured yet: the RabbitMQ transport (transports/rabbitmq) is being built; its "
-       "figures (bus vs raw rabbitmq-c) go here"},
-      {"throughput", nullptr},
-      {"latency", nullptr}};
+  results["rabbitmq"] = rabbitmq_section(run, o, s);
   results["machine"]["load_average_at_end"] = load_average();
   results["targets"] = evaluate_targets(results);
   std::fprintf(stderr, "\n");
