@@ -4,6 +4,7 @@
 #   scripts/bench.sh            build in release mode, run every case, print the table
 #   scripts/bench.sh --peer     the same, plus the in-memory workload on @node-ts/bus-core
 #   scripts/bench.sh --quick    smaller sizes and 3 runs (a quick look, not figures to quote)
+#   scripts/bench.sh --only-rabbitmq   only the RabbitMQ cases (bus vs raw rabbitmq-c)
 #
 # Builds build-release/ (programs in build-release/bin/), writes
 # build/bench/results.json and build/bench/table.txt. The RabbitMQ cases run
@@ -31,7 +32,8 @@ for arg in "$@"; do
     --peer) peer=1 ;;
     --quick) suite_args+=(--quick yes) ;;
     --runs=*) suite_args+=(--runs "${arg#--runs=}") ;;
-    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    --only-rabbitmq) suite_args+=(--only rabbitmq) ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 

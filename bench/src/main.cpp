@@ -1,6 +1,7 @@
 // bus-bench: the benchmarks of the bus against the raw layer beneath it.
 //
-//   bus-bench suite [--runs N] [--quick] [--json FILE] [--peer-script F --peer-modules D
+//   bus-bench suite [--runs N] [--quick] [--only rabbitmq] [--rabbitmq-url U] [--json FILE]
+//                   [--peer-script F --peer-modules D
 //                    --peer-package P | --peer-status TEXT] [--revision R]
 //       every case, each run a process of its own; prints the table, writes the JSON
 //   bus-bench throughput|retry_path|redelivery [--impl bus|raw] [--name value ...]
@@ -54,6 +55,7 @@ int suite(int argc, char** argv) {
   o.peer_status = args.text("peer-status", "not run (./bus.sh bench --peer runs it)");
   o.revision = args.text("revision", "");
   o.rabbitmq_url = args.text("rabbitmq-url", "");
+  o.rabbitmq_only = args.text("only", "") == "rabbitmq";
   o.rabbitmq_status = args.text("rabbitmq-status", o.rabbitmq_status);
   return bench::run_suite(o);
 }

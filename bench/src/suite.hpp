@@ -18,6 +18,7 @@ struct suite_options {
   std::string peer_status;  // why there is no peer figure, if there is none
   std::string revision;     // the commit measured, if known
   std::string rabbitmq_url; // a throwaway broker for the RabbitMQ cases; empty: not measured
+  bool rabbitmq_only = false; // only the RabbitMQ cases (--only rabbitmq)
   std::string rabbitmq_status = "not measured (./bus.sh bench starts a broker for it)";
 };
 
