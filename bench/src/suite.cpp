@@ -29,8 +29,8 @@ struct sizes {
   int slots_for_failures = 8;
   // RabbitMQ: a confirmed send costs a broker round trip, so one sender
   // gets fewer messages; enough for a second or more per run.
-  std::uint64_t rabbitmq_one = 2'000;
-  std::uint64_t rabbitmq_many = 20'000;
+  std::uint64_t rabbitmq_one = 1'000;
+  std::uint64_t rabbitmq_many = 10'000;
 };
 
 sizes sizes_for(const suite_options& o) {
