@@ -485,7 +485,8 @@ void print_table(const json& results, const suite_options& o) {
     for (const char* path : {"send", "consume"})
       for (const auto& row : mq[path]) {
         auto label = std::string(path) == "send"
-                         ? "send, " + std::to_string(row["senders"].get<int>()) + " senders"
+                         ? "send, " + std::to_string(row["senders"].get<int>())
+                               + (row["senders"].get<int>() == 1 ? " sender" : " senders")
                          : "consume, prefetch " + std::to_string(row["slots"].get<int>());
         std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(),
                     k(row["messages"]).c_str(), fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
