@@ -4,11 +4,15 @@
 #   scripts/bench.sh            build in release mode, run every case, print the table
 #   scripts/bench.sh --peer     the same, plus the in-memory workload on @node-ts/bus-core
 #   scripts/bench.sh --quick    smaller sizes and 3 runs (a quick look, not figures to quote)
+#   scripts/bench.sh --only-rabbitmq   only the RabbitMQ cases (bus vs raw rabbitmq-c)
 #
 # Builds build-release/ (programs in build-release/bin/), writes
-# build/bench/results.json and build/bench/table.txt. A benchmark never
-# fails the run: a missing peer or a failed case is reported and skipped.
-# Only a failed build stops it.
+# build/bench/results.json and build/bench/table.txt. The RabbitMQ cases run
+# against a throwaway broker that this script starts in a temporary folder
+# (scripts/rabbitmq-test-broker.sh) and stops when it exits, however it
+# exits. A benchmark never fails the run: a missing peer, a broker that does
+# not start or a failed case is reported and skipped. Only a failed build
+# stops it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -28,14 +32,15 @@ for arg in "$@"; do
     --peer) peer=1 ;;
     --quick) suite_args+=(--quick yes) ;;
     --runs=*) suite_args+=(--runs "${arg#--runs=}") ;;
-    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    --only-rabbitmq) suite_args+=(--only rabbitmq) ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 
 say "configuring ${BUILD_DIR} (Release, benchmarks only)"
 cmake -S . -B "${BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DBUS_BUILD_BENCH=ON -DBUS_BUILD_TESTS=OFF -DBUS_BUILD_SAMPLES=OFF -DBUS_BUILD_TOOLS=OFF \
-  -DBUS_WITH_RABBITMQ=OFF >/dev/null
+  -DBUS_WITH_RABBITMQ=ON >/dev/null
 say "building bus-bench"
 cmake --build "${BUILD_DIR}" --target bus-bench -j "${JOBS}"
 mkdir -p "${OUT_DIR}"
@@ -56,8 +61,23 @@ if ((peer)); then
   fi
 fi
 
+# The broker of the RabbitMQ cases: started after the build (so a build
+# failure leaves nothing running), stopped on any exit, Ctrl-C included.
+broker_dir=$(mktemp -d "${TMPDIR:-/tmp}/bus-bench-broker.XXXXXX")
+stop_broker() { scripts/rabbitmq-test-broker.sh stop "${broker_dir}" >/dev/null 2>&1 || true; }
+trap stop_broker EXIT
+trap 'exit 130' INT TERM
+say "starting a throwaway RabbitMQ broker in ${broker_dir}"
+if scripts/rabbitmq-test-broker.sh start "${broker_dir}" >"${OUT_DIR}/broker.log" 2>&1; then
+  rabbitmq_url=$(sed -n 's/^BUS_RABBITMQ_URL=//p' "${broker_dir}/broker.env")
+  suite_args+=(--rabbitmq-url "${rabbitmq_url}")
+else
+  say "the RabbitMQ broker did not start (see ${OUT_DIR}/broker.log); going on without it"
+  suite_args+=(--rabbitmq-status "not measured: the throwaway broker did not start (${OUT_DIR}/broker.log)")
+fi
+
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null | head -1) ]]; then revision+="+changes"; fi
-say "running the benchmarks (each run in a process of its own; bus and raw CAF interleaved)"
+say "running the benchmarks (each run in a process of its own; bus and raw interleaved)"
 "${BUILD_DIR}/bin/bus-bench" suite --json "${OUT_DIR}/results.json" --revision "${revision}" \
   "${suite_args[@]}" | tee "${OUT_DIR}/table.txt"

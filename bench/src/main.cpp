@@ -1,9 +1,11 @@
 // bus-bench: the benchmarks of the bus against the raw layer beneath it.
 //
-//   bus-bench suite [--runs N] [--quick] [--json FILE] [--peer-script F --peer-modules D
+//   bus-bench suite [--runs N] [--quick] [--only rabbitmq] [--rabbitmq-url U] [--json FILE]
+//                   [--peer-script F --peer-modules D
 //                    --peer-package P | --peer-status TEXT] [--revision R]
 //       every case, each run a process of its own; prints the table, writes the JSON
 //   bus-bench throughput|retry_path|redelivery [--impl bus|raw] [--name value ...]
+//   bus-bench rabbitmq_send|rabbitmq_consume --url amqp://... [--impl bus|raw] ...
 //       one run of one case; prints its result as one JSON line
 #include <cstdio>
 #include <cstring>
@@ -52,6 +54,9 @@ int suite(int argc, char** argv) {
   o.peer_package = args.text("peer-package", "@node-ts/bus-core");
   o.peer_status = args.text("peer-status", "not run (./bus.sh bench --peer runs it)");
   o.revision = args.text("revision", "");
+  o.rabbitmq_url = args.text("rabbitmq-url", "");
+  o.rabbitmq_only = args.text("only", "") == "rabbitmq";
+  o.rabbitmq_status = args.text("rabbitmq-status", o.rabbitmq_status);
   return bench::run_suite(o);
 }
 
@@ -77,6 +82,12 @@ int main(int argc, char** argv) {
       if (args.text("measure", "memory") == "memory")
         bench::single_arena(); // before any thread: mallinfo2 must see them all
       result = bench::run_redelivery(args);
+#ifdef BUS_BENCH_WITH_RABBITMQ
+    } else if (name == "rabbitmq_send") {
+      result = bench::run_rabbitmq_send(args);
+    } else if (name == "rabbitmq_consume") {
+      result = bench::run_rabbitmq_consume(args);
+#endif
     } else {
       std::cerr << "bus-bench: unknown case '" << name << "'\n";
       return 2;

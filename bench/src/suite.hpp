@@ -17,6 +17,9 @@ struct suite_options {
   std::string peer_package; // what was installed, e.g. "@node-ts/bus-core@1.3.3"
   std::string peer_status;  // why there is no peer figure, if there is none
   std::string revision;     // the commit measured, if known
+  std::string rabbitmq_url; // a throwaway broker for the RabbitMQ cases; empty: not measured
+  bool rabbitmq_only = false; // only the RabbitMQ cases (--only rabbitmq)
+  std::string rabbitmq_status = "not measured (./bus.sh bench starts a broker for it)";
 };
 
 // Runs the suite; returns 0 (a figure never fails a run) unless the JSON

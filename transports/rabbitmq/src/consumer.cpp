@@ -95,6 +95,7 @@ void consumer_pump::cancel(const std::string& queue) {
 }
 
 result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     auto it = outstanding_.find(tag);
@@ -111,9 +112,13 @@ result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
                        + (ack ? "acknowledgement" : "rejection") + " was not sent"};
     if (stopping_)
       return error{errc::transport_failure, "the RabbitMQ transport is closing"};
+    first = commands_.empty();
     commands_.push_back(settle_command{o.incarnation, o.channel, o.broker_tag, ack, requeue});
   }
-  wake_.notify();
+  // As in publisher::submit: the settlement that makes the queue non-empty
+  // wakes the thread, which then takes every one queued behind it.
+  if (first)
+    wake_.notify();
   return {};
 }
 

@@ -49,13 +49,19 @@ std::uint64_t publisher::reconnects() const noexcept {
 result<std::uint32_t> publisher::submit(request_ptr r) {
   r->deadline = clock::now() + settings_.operation_timeout;
   auto outcome = r->done.get_future();
+  bool first = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopping_)
       return error{errc::transport_failure, "the RabbitMQ transport is closing"};
+    first = incoming_.empty();
     incoming_.push_back(r);
   }
-  wake_.notify();
+  // Only the request that makes the queue non-empty wakes the thread: the
+  // ones behind it are taken with it, as the thread takes the whole queue
+  // after clearing the wake-up (one write syscall per batch, not per send).
+  if (first)
+    wake_.notify();
   // The I/O thread settles every request by its deadline, or when it stops.
   return outcome.get();
 }

@@ -1,0 +1,231 @@
+// The RabbitMQ cases: the bus on its RabbitMQ transport against rabbitmq-c
+// used directly (raw_amqp.hpp), with the same guarantees on both sides:
+// persistent messages, publisher confirms, a durable classic queue, manual
+// acknowledgements, one basic.ack per message.
+//
+// rabbitmq_send: --senders S threads each call bus.send() in a loop; each
+//   call returns once the broker confirmed its message, so at most S are
+//   unconfirmed (the transport pipelines them over one connection). Raw:
+//   one thread publishes with at most S unconfirmed (a sliding window).
+// rabbitmq_consume: the queue is filled first (by the same raw publisher
+//   for both sides, not timed), then consumed with prefetch = --slots. Bus:
+//   an endpoint with that many slots and a no-op handler, which the bus
+//   acknowledges after it returns. Raw: basic.consume, decode the JSON
+//   body (what any consumer must do with a message), ack.
+// Every run uses queues of its own and deletes them at the end, so runs
+// leave the broker as they found it.
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <spdlog/sinks/null_sink.h>
+
+#include "actor_system.hpp"
+#include "bus/bus.hpp"
+#include "bus/header_names.hpp"
+#include "bus/rabbitmq_transport.hpp"
+#include "bus/wire.hpp"
+#include "measure.hpp"
+#include "raw_amqp.hpp"
+#include "workload.hpp"
+
+namespace bench {
+
+namespace {
+
+const std::string ping_type = "bench_ping";
+
+std::string unique_queue(const std::string& what) {
+  std::random_device rd;
+  return "bench-" + what + "-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000);
+}
+
+std::shared_ptr<bus::rabbitmq_transport> connect_transport(const std::string& url) {
+  auto settings = bus::parse_rabbitmq_url(url);
+  if (!settings)
+    throw std::runtime_error("bad broker URL: " + settings.error().message);
+  settings->log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto transport = bus::rabbitmq_transport::connect(*settings);
+  if (!transport)
+    throw std::runtime_error(transport.error().message);
+  return *transport;
+}
+
+// A bus on `transport` that knows `ping`; with an endpoint on `queue`
+// when slots > 0.
+template <class Handler>
+std::unique_ptr<bus::message_bus> make_bus(caf::actor_system& sys, bus::transport_ptr transport,
+                                           const std::string& queue, int slots, Handler handler) {
+  bus::bus_builder b{sys};
+  b.transport(std::move(transport))
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .message<ping>(ping_type);
+  if (slots > 0)
+    b.endpoint(queue, [&](bus::endpoint_builder& e) {
+      e.slots(static_cast<std::size_t>(slots)).handle<ping>(std::move(handler));
+    });
+  auto built = b.build();
+  if (!built)
+    throw std::runtime_error("the benchmark bus does not build: " + built.error().message);
+  return std::move(*built);
+}
+
+// The wire form the bus gives a ping sent to `queue` (its headers and JSON
+// body), made with the bus's own to_wire, so the raw side sends the same
+// bytes. Each message gets its own id.
+class payload_maker {
+public:
+  explicit payload_maker(const std::string& queue) {
+    bus::envelope env;
+    env.message_id = bus::make_message_id(random_(), random_());
+    env.message_type = ping_type;
+    env.sent_at = std::chrono::system_clock::now();
+    env.source_address = "bus";
+    env.destination_address = queue;
+    env.body = bus::message_body::text(nlohmann::json(ping{}).dump());
+    auto wire = bus::to_wire(env);
+    if (!wire)
+      throw std::runtime_error(wire.error().message);
+    for (const auto& [name, value] : wire->headers)
+      template_.headers.emplace_back(std::string(name), std::string(value));
+  }
+
+  amqp_payload operator()(std::uint64_t seq) {
+    auto p = template_;
+    for (auto& [name, value] : p.headers)
+      if (name == bus::header::message_id)
+        value = bus::make_message_id(random_(), random_());
+    p.body = nlohmann::json(ping{seq, now_ns()}).dump();
+    return p;
+  }
+
+private:
+  std::mt19937_64 random_{std::random_device{}()};
+  amqp_payload template_;
+};
+
+case_result finish(const std::string& name, const std::string& impl, std::uint64_t messages,
+                   std::uint64_t done, double seconds, bool finished) {
+  return {{"case", name},
+          {"impl", impl},
+          {"messages", messages},
+          {"finished", finished},
+          {"seconds", seconds},
+          {"msgs_per_s", static_cast<double>(done) / seconds},
+          {"peak_rss_kb", peak_rss_kb()}};
+}
+
+} // namespace
+
+case_result run_rabbitmq_send(const case_args& args) {
+  auto impl = args.text("impl", "bus");
+  auto url = args.text("url", "");
+  auto senders = static_cast<int>(args.number("senders", 1));
+  auto messages = static_cast<std::uint64_t>(args.number("messages", 10'000));
+  auto queue = unique_queue("send");
+  raw_amqp admin(url);
+  admin.declare_queue(queue);
+
+  double seconds = 0;
+  std::uint64_t sent = 0;
+  if (impl == "bus") {
+    caf::actor_system_config cfg;
+    configure(cfg, args);
+    caf::actor_system sys{cfg};
+    auto bus = make_bus(sys, connect_transport(url), queue, 0, [](const ping&) {});
+    if (auto ok = bus->start(); !ok)
+      throw std::runtime_error(ok.error().message);
+    std::atomic<std::uint64_t> next{0}, confirmed{0}, failed{0};
+    auto start = steady::now();
+    std::vector<std::thread> threads;
+    for (int s = 0; s < senders; ++s)
+      threads.emplace_back([&] {
+        for (auto i = next++; i < messages; i = next++) {
+          if (bus->send(queue, ping{i, now_ns()}))
+            ++confirmed;
+          else
+            ++failed;
+        }
+      });
+    for (auto& t : threads)
+      t.join();
+    seconds = seconds_since(start);
+    bus->stop();
+    sent = confirmed;
+    if (failed > 0)
+      throw std::runtime_error(std::to_string(failed.load()) + " sends failed");
+  } else {
+    payload_maker make(queue);
+    raw_amqp c(url);
+    c.confirm_select();
+    auto window = static_cast<std::size_t>(senders);
+    auto start = steady::now();
+    for (std::uint64_t i = 0; i < messages; ++i) {
+      c.publish(queue, make(i));
+      if (c.unconfirmed() >= window)
+        c.await_confirms(window - 1);
+    }
+    c.await_confirms(0);
+    seconds = seconds_since(start);
+    sent = messages;
+  }
+  admin.delete_queue(queue);
+  auto r = finish("rabbitmq_send", impl, messages, sent, seconds, sent == messages);
+  r["senders"] = senders;
+  return r;
+}
+
+case_result run_rabbitmq_consume(const case_args& args) {
+  auto impl = args.text("impl", "bus");
+  auto url = args.text("url", "");
+  auto slots = static_cast<int>(args.number("slots", 8));
+  auto messages = static_cast<std::uint64_t>(args.number("messages", 10'000));
+  auto deadline = steady::now() + std::chrono::seconds(args.number("max-seconds", 300));
+  auto queue = unique_queue("consume");
+  raw_amqp admin(url);
+  admin.declare_queue(queue);
+  payload_maker make(queue);
+  raw_fill_queue(url, queue, messages, 1000, std::ref(make));
+
+  double seconds = 0;
+  std::uint64_t handled = 0;
+  bool finished = false;
+  if (impl == "bus") {
+    caf::actor_system_config cfg;
+    configure(cfg, args);
+    caf::actor_system sys{cfg};
+    completion done;
+    auto bus = make_bus(sys, connect_transport(url), queue, slots,
+                        [&done](const ping&) { done.complete(); });
+    auto start = steady::now();
+    if (auto ok = bus->start(); !ok)
+      throw std::runtime_error(ok.error().message);
+    finished = done.wait_for(messages, deadline);
+    seconds = seconds_since(start);
+    handled = done.done();
+    bus->stop();
+    admin.delete_queue(queue + "_error");
+    admin.delete_queue(queue + "_skipped");
+  } else {
+    raw_amqp c(url);
+    std::uint64_t decoded = 0, seq_sum = 0;
+    auto start = steady::now();
+    c.consume(queue, static_cast<std::uint16_t>(slots), messages, [&](amqp_bytes_t body) {
+      auto text = std::string_view(static_cast<const char*>(body.bytes), body.len);
+      seq_sum += nlohmann::json::parse(text).get<ping>().seq; // used below: not optimised away
+      ++decoded;
+    });
+    seconds = seconds_since(start);
+    handled = decoded;
+    finished = decoded == messages && seq_sum == messages * (messages - 1) / 2;
+  }
+  admin.delete_queue(queue);
+  auto r = finish("rabbitmq_consume", impl, messages, handled, seconds, finished);
+  r["slots"] = slots;
+  return r;
+}
+
+} // namespace bench
