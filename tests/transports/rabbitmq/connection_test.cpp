@@ -3,11 +3,6 @@
 // works, and recovery from a connection the broker closed mid-run.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -16,10 +11,14 @@
 #include <thread>
 
 #include "broker.hpp"
+#include "eventually.hpp"
+#include "support/closed_port.hpp"
 #include "support/delivery_collector.hpp"
 
 using namespace std::chrono_literals;
+using bus::test::closed_port;
 using bus::test::delivery_collector;
+using bus::test::eventually;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -32,31 +31,6 @@ bus::envelope message(std::string id) {
   return env;
 }
 
-// A local port nobody listens on: the kernel picks a free one, we let it go.
-std::uint16_t closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Waits until `done()` holds or `deadline` passes; true if it held. For
-// states with no event to wait on (a reconnect counter).
-template <class Predicate> bool eventually(Predicate done, std::chrono::milliseconds deadline) {
-  auto until = clock_type::now() + deadline;
-  while (!done()) {
-    if (clock_type::now() > until)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 struct timed_failure {
   bus::error error;

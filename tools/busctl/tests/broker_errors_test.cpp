@@ -3,29 +3,14 @@
 // password anywhere in the output) and a queue that does not exist.
 #include <catch2/catch.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include "busctl_runner.hpp"
+#include "support/closed_port.hpp"
 
 using namespace bus::ctl::test;
+using bus::test::closed_port;
 using bus::test::unique_name;
 
 namespace {
-
-// A local port nobody listens on: bound by the kernel's choice, then closed.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // The test broker's URL with another password.
 std::string url_with_password(const std::string& password) {
