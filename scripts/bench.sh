@@ -8,9 +8,9 @@
 #
 # Builds build-release/ (programs in build-release/bin/), writes
 # build/bench/results.json and build/bench/table.txt. The RabbitMQ cases run
-# against a throwaway broker that this script starts in a temporary folder
-# (scripts/rabbitmq-test-broker.sh) and stops when it exits, however it
-# exits. A benchmark never fails the run: a missing peer, a broker that does
+# against a throwaway broker in a temporary folder
+# (scripts/rabbitmq-test-broker.sh), up only while they run and stopped
+# however the run exits. A benchmark never fails the run: a missing peer, a broker that does
 # not start or a failed case is reported and skipped. Only a failed build
 # stops it.
 set -euo pipefail
@@ -61,20 +61,15 @@ if ((peer)); then
   fi
 fi
 
-# The broker of the RabbitMQ cases: started after the build (so a build
-# failure leaves nothing running), stopped on any exit, Ctrl-C included.
+# The broker of the RabbitMQ cases: bus-bench starts it in this folder just
+# before those cases and stops it after them, so that it never runs beside
+# the in-memory ones. Stopped here too on any exit, Ctrl-C included.
 broker_dir=$(mktemp -d "${TMPDIR:-/tmp}/bus-bench-broker.XXXXXX")
 stop_broker() { scripts/rabbitmq-test-broker.sh stop "${broker_dir}" >/dev/null 2>&1 || true; }
 trap stop_broker EXIT
 trap 'exit 130' INT TERM
-say "starting a throwaway RabbitMQ broker in ${broker_dir}"
-if scripts/rabbitmq-test-broker.sh start "${broker_dir}" >"${OUT_DIR}/broker.log" 2>&1; then
-  rabbitmq_url=$(sed -n 's/^BUS_RABBITMQ_URL=//p' "${broker_dir}/broker.env")
-  suite_args+=(--rabbitmq-url "${rabbitmq_url}")
-else
-  say "the RabbitMQ broker did not start (see ${OUT_DIR}/broker.log); going on without it"
-  suite_args+=(--rabbitmq-status "not measured: the throwaway broker did not start (${OUT_DIR}/broker.log)")
-fi
+suite_args+=(--rabbitmq-broker-script "$PWD/scripts/rabbitmq-test-broker.sh"
+             --rabbitmq-broker-dir "${broker_dir}")
 
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null | head -1) ]]; then revision+="+changes"; fi

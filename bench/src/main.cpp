@@ -1,6 +1,7 @@
 // bus-bench: the benchmarks of the bus against the raw layer beneath it.
 //
 //   bus-bench suite [--runs N] [--quick] [--only rabbitmq] [--rabbitmq-url U] [--json FILE]
+//                   [--rabbitmq-broker-script S --rabbitmq-broker-dir D]
 //                   [--peer-script F --peer-modules D
 //                    --peer-package P | --peer-status TEXT] [--revision R]
 //       every case, each run a process of its own; prints the table, writes the JSON
@@ -57,6 +58,8 @@ int suite(int argc, char** argv) {
   o.rabbitmq_url = args.text("rabbitmq-url", "");
   o.rabbitmq_only = args.text("only", "") == "rabbitmq";
   o.rabbitmq_status = args.text("rabbitmq-status", o.rabbitmq_status);
+  o.rabbitmq_broker_script = args.text("rabbitmq-broker-script", "");
+  o.rabbitmq_broker_dir = args.text("rabbitmq-broker-dir", "");
   return bench::run_suite(o);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "subprocess.hpp"
+#include "throwaway_broker.hpp"
 
 namespace bench {
 
@@ -526,7 +528,17 @@ int run_suite(const suite_options& o) {
     results["failure_path"] = failure_section(run, o, s);
     results["redelivery"] = redelivery_section(run, o, s);
   }
-  results["rabbitmq"] = rabbitmq_section(run, o, s);
+  if (o.rabbitmq_broker_script.empty() || o.rabbitmq_broker_dir.empty()) {
+    results["rabbitmq"] = rabbitmq_section(run, o, s);
+  } else {
+    auto log = (std::filesystem::path(o.json_path).parent_path() / "broker.log").string();
+    throwaway_broker broker(o.rabbitmq_broker_script, o.rabbitmq_broker_dir, log);
+    auto with_broker = o;
+    with_broker.rabbitmq_url = broker.url();
+    if (broker.url().empty())
+      with_broker.rabbitmq_status = "not measured: the throwaway broker did not start (" + log + ")";
+    results["rabbitmq"] = rabbitmq_section(run, with_broker, s);
+  }
   results["machine"]["load_average_at_end"] = load_average();
   results["targets"] = evaluate_targets(results);
   std::fprintf(stderr, "\n");

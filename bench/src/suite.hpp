@@ -20,6 +20,12 @@ struct suite_options {
   std::string rabbitmq_url; // a throwaway broker for the RabbitMQ cases; empty: not measured
   bool rabbitmq_only = false; // only the RabbitMQ cases (--only rabbitmq)
   std::string rabbitmq_status = "not measured (./bus.sh bench starts a broker for it)";
+  // With both set (as ./bus.sh bench does), the suite starts a throwaway
+  // broker in rabbitmq_broker_dir with rabbitmq_broker_script just before
+  // the RabbitMQ cases and stops it right after them; rabbitmq_url is then
+  // the broker's.
+  std::string rabbitmq_broker_script;
+  std::string rabbitmq_broker_dir;
 };
 
 // Runs the suite; returns 0 (a figure never fails a run) unless the JSON

@@ -1,0 +1,48 @@
+#include "throwaway_broker.hpp"
+
+#include <cstdlib>
+#include <fstream>
+
+namespace bench {
+
+namespace {
+
+// Single-quoted for the shell: the paths come from mktemp and the script's
+// own location, but a quote in them must not break the command.
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// BUS_RABBITMQ_URL from the broker.env the script writes.
+std::string url_from(const std::string& dir) {
+  std::ifstream env(dir + "/broker.env");
+  const std::string key = "BUS_RABBITMQ_URL=";
+  for (std::string line; std::getline(env, line);)
+    if (line.rfind(key, 0) == 0) {
+      auto value = line.substr(key.size());
+      if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"'))
+        value = value.substr(1, value.size() - 2);
+      return value;
+    }
+  return {};
+}
+
+} // namespace
+
+throwaway_broker::throwaway_broker(std::string script, std::string dir, const std::string& log)
+  : script_(std::move(script)), dir_(std::move(dir)) {
+  auto command = shell_quoted(script_) + " start " + shell_quoted(dir_) + " >" + shell_quoted(log)
+                 + " 2>&1";
+  if (std::system(command.c_str()) == 0)
+    url_ = url_from(dir_);
+}
+
+throwaway_broker::~throwaway_broker() {
+  auto command = shell_quoted(script_) + " stop " + shell_quoted(dir_) + " >/dev/null 2>&1";
+  [[maybe_unused]] auto stopped = std::system(command.c_str());
+}
+
+} // namespace bench
