@@ -5,29 +5,20 @@
 
 #include <string>
 
-#include "bus/transport.hpp"
+#include "support/forwarding_transport.hpp"
 
 namespace bus::test {
 
-class refusing_transport final : public bus::transport {
+class refusing_transport final : public forwarding_transport {
 public:
   // Refuses sends to `queue` whose headers (names and values) exceed
   // `max_header_bytes`; pass 0 to refuse every send to it.
   refusing_transport(bus::transport& inner, std::string queue, std::size_t max_header_bytes)
-    : inner_(inner), queue_(std::move(queue)), max_header_bytes_(max_header_bytes) {}
+    : forwarding_transport(inner), queue_(std::move(queue)), max_header_bytes_(max_header_bytes) {}
 
   std::size_t refused = 0;
 
   std::string_view name() const noexcept override { return "refusing"; }
-  transport_capabilities capabilities() const noexcept override { return inner_.capabilities(); }
-  result<void> declare_queue(const std::string& q) override { return inner_.declare_queue(q); }
-  result<void> subscribe(const std::string& q, const std::string& type) override {
-    return inner_.subscribe(q, type);
-  }
-  result<void> consume(const std::string& q, std::size_t n, delivery_handler h) override {
-    return inner_.consume(q, n, std::move(h));
-  }
-  void cancel(const std::string& q) override { inner_.cancel(q); }
   result<void> send(const std::string& q, envelope msg) override {
     if (q == queue_) {
       std::size_t bytes = 0;
@@ -41,14 +32,8 @@ public:
     }
     return inner_.send(q, std::move(msg));
   }
-  result<void> publish(envelope msg) override { return inner_.publish(std::move(msg)); }
-  result<void> ack(std::uint64_t tag) override { return inner_.ack(tag); }
-  result<void> reject(std::uint64_t tag, bool requeue) override {
-    return inner_.reject(tag, requeue);
-  }
 
 private:
-  bus::transport& inner_;
   std::string queue_;
   std::size_t max_header_bytes_;
 };
