@@ -40,6 +40,17 @@ void endpoint_runtime::emit(event_kind kind, std::string detail) const {
   notify(e);
 }
 
+bus_event endpoint_runtime::event_about(event_kind kind, const envelope& msg) const {
+  bus_event e;
+  e.kind = kind;
+  e.at = now();
+  e.endpoint = def_.name;
+  e.message_id = msg.message_id;
+  e.message_type = msg.message_type;
+  e.delivery_count = msg.delivery_count;
+  return e;
+}
+
 void endpoint_runtime::emit_prepared(const std::shared_ptr<const bus_event>& prepared) const {
   if (!prepared)
     return;

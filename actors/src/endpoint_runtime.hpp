@@ -60,8 +60,11 @@ public:
   // when somebody listens.
   template <class Fill>
   void emit(event_kind kind, const envelope& msg, Fill&& fill) const {
-    if (auto e = prepare(kind, msg, std::forward<Fill>(fill)))
-      notify(*e);
+    if (!settings_.observer)
+      return;
+    auto e = event_about(kind, msg);
+    fill(e);
+    notify(e);
   }
   void emit(event_kind kind, const envelope& msg) const {
     emit(kind, msg, [](bus_event&) {});
@@ -73,13 +76,7 @@ public:
                                                    Fill&& fill) const {
     if (!settings_.observer)
       return nullptr;
-    auto e = std::make_shared<bus_event>();
-    e->kind = kind;
-    e->at = now();
-    e->endpoint = def_.name;
-    e->message_id = msg.message_id;
-    e->message_type = msg.message_type;
-    e->delivery_count = msg.delivery_count;
+    auto e = std::make_shared<bus_event>(event_about(kind, msg));
     fill(*e);
     return e;
   }
@@ -92,6 +89,8 @@ public:
   [[nodiscard]] const handler_slot* find_handler(std::string_view type_name) const;
 
 private:
+  // Kind, time, endpoint and the message's id, type and delivery count.
+  [[nodiscard]] bus_event event_about(event_kind kind, const envelope& msg) const;
   void notify(const bus_event& e) const noexcept;
 
   endpoint_definition def_;
