@@ -2,17 +2,15 @@
 
 #include <string>
 
+#include "amqp_bytes.hpp"
 #include "bus/header_names.hpp"
 
 namespace bus::ctl::detail {
 
 namespace {
 
+using bus::detail::text_of;
 using json = nlohmann::json;
-
-std::string text_of(amqp_bytes_t b) {
-  return b.len == 0 ? std::string() : std::string(static_cast<const char*>(b.bytes), b.len);
-}
 
 json table_to_json(const amqp_table_t& t) {
   auto out = json::object();

@@ -9,23 +9,18 @@
 
 #include "amqp_fields.hpp"
 #include "amqp_session.hpp" // the transport's connection code (transports/rabbitmq/src)
+#include "amqp_bytes.hpp"
 #include "replay_headers.hpp"
 
 namespace bus::ctl {
 
 using bus::detail::amqp_failure;
 using bus::detail::amqp_session;
+using bus::detail::bytes_of;
 using bus::detail::describe;
+using bus::detail::text_of;
 
 namespace {
-
-amqp_bytes_t bytes_of(const std::string& s) {
-  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
-}
-
-std::string text_of(amqp_bytes_t b) {
-  return b.len == 0 ? std::string() : std::string(static_cast<const char*>(b.bytes), b.len);
-}
 
 // A message taken with basic.get and not acknowledged: the broker holds it
 // for this channel until it is acknowledged or the channel closes.

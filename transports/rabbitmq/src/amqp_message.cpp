@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "amqp_bytes.hpp"
 #include "bus/header_names.hpp"
 #include "bus/rabbitmq_transport.hpp"
 
@@ -15,14 +16,6 @@ constexpr std::size_t max_short_string = 255;
 // The header table travels in the content header frame, which must fit in
 // one frame (frame_max 131072); leave room for the other properties.
 constexpr std::size_t max_header_bytes = 120000;
-
-amqp_bytes_t bytes_of(const std::string& s) {
-  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
-}
-
-std::string text_of(amqp_bytes_t b) {
-  return std::string(static_cast<const char*>(b.bytes), b.len);
-}
 
 // A header value as text; nothing for the kinds that have no flat text
 // form (tables, arrays, decimals, void). Integers of any width are

@@ -7,6 +7,8 @@
 
 #include <array>
 
+#include "amqp_bytes.hpp"
+
 namespace bus::detail {
 
 namespace {
@@ -19,10 +21,6 @@ timeval to_timeval(std::chrono::milliseconds d) {
   tv.tv_sec = static_cast<decltype(tv.tv_sec)>(d.count() / 1000);
   tv.tv_usec = static_cast<decltype(tv.tv_usec)>((d.count() % 1000) * 1000);
   return tv;
-}
-
-std::string bytes_text(amqp_bytes_t b) {
-  return std::string(static_cast<const char*>(b.bytes), b.len);
 }
 
 amqp_table_entry_t string_entry(const char* key, const std::string& value) {
@@ -172,7 +170,7 @@ result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings
       if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
         auto* close = static_cast<amqp_connection_close_t*>(reply.reply.decoded);
         code = close->reply_code;
-        text = bytes_text(close->reply_text);
+        text = text_of(close->reply_text);
       }
       if (code == AMQP_ACCESS_REFUSED)
         return fail(conn, "login refused for user '" + s.user + "' (wrong user or password?): "
@@ -247,7 +245,7 @@ amqp_status amqp_session::rpc_status(amqp_channel_t ch) {
   }
   if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     auto* close = static_cast<amqp_channel_close_t*>(reply.reply.decoded);
-    amqp_failure f{failure_scope::channel, close->reply_code, bytes_text(close->reply_text)};
+    amqp_failure f{failure_scope::channel, close->reply_code, text_of(close->reply_text)};
     amqp_channel_close_ok_t ok{};
     if (amqp_send_method(conn_, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) < 0)
       return die(f);
@@ -258,7 +256,7 @@ amqp_status amqp_session::rpc_status(amqp_channel_t ch) {
     amqp_connection_close_ok_t ok{};
     amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
     return die(
-        amqp_failure{failure_scope::connection, close->reply_code, bytes_text(close->reply_text)});
+        amqp_failure{failure_scope::connection, close->reply_code, text_of(close->reply_text)});
   }
   return die(amqp_failure{failure_scope::connection, 0,
                           "unexpected reply method " + std::to_string(reply.reply.id)});
@@ -294,7 +292,7 @@ amqp_status amqp_session::read_content(amqp_channel_t ch, amqp_message_t& out) {
 
 amqp_failure amqp_session::channel_closed_by_broker(const amqp_frame_t& frame) {
   auto* close = static_cast<amqp_channel_close_t*>(frame.payload.method.decoded);
-  amqp_failure f{failure_scope::channel, close->reply_code, bytes_text(close->reply_text)};
+  amqp_failure f{failure_scope::channel, close->reply_code, text_of(close->reply_text)};
   amqp_channel_close_ok_t ok{};
   if (amqp_send_method(conn_, frame.channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) < 0)
     return die(f);
@@ -303,7 +301,7 @@ amqp_failure amqp_session::channel_closed_by_broker(const amqp_frame_t& frame) {
 
 amqp_failure amqp_session::connection_closed_by_broker(const amqp_frame_t& frame) {
   auto* close = static_cast<amqp_connection_close_t*>(frame.payload.method.decoded);
-  amqp_failure f{failure_scope::connection, close->reply_code, bytes_text(close->reply_text)};
+  amqp_failure f{failure_scope::connection, close->reply_code, text_of(close->reply_text)};
   amqp_connection_close_ok_t ok{};
   amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
   return die(f);

@@ -5,21 +5,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "amqp_bytes.hpp"
 #include "amqp_message.hpp"
 
 namespace bus::detail {
-
-namespace {
-
-std::string text_of(amqp_bytes_t b) {
-  return std::string(static_cast<const char*>(b.bytes), b.len);
-}
-
-amqp_bytes_t bytes_of(const std::string& s) {
-  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
-}
-
-} // namespace
 
 consumer_pump::consumer_pump(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                              std::shared_ptr<const rabbitmq_logger> log)

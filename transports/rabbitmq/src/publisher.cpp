@@ -4,13 +4,11 @@
 
 #include <algorithm>
 
+#include "amqp_bytes.hpp"
+
 namespace bus::detail {
 
 namespace {
-
-std::string text_of(amqp_bytes_t b) {
-  return std::string(static_cast<const char*>(b.bytes), b.len);
-}
 
 std::string ms_text(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + " ms";

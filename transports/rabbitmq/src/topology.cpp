@@ -2,13 +2,11 @@
 
 #include <vector>
 
+#include "amqp_bytes.hpp"
+
 namespace bus::detail {
 
 namespace {
-
-amqp_bytes_t bytes_of(const std::string& s) {
-  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
-}
 
 // Queue arguments; the strings they point at must outlive the declare.
 class arguments {
