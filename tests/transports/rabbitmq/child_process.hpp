@@ -15,8 +15,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "eventually.hpp"
 
 extern char** environ;
 
@@ -78,12 +79,8 @@ public:
 
   // Its wait status once it exited within `deadline`, else nothing.
   std::optional<int> wait(std::chrono::milliseconds deadline) {
-    auto until = std::chrono::steady_clock::now() + deadline;
-    while (running()) {
-      if (std::chrono::steady_clock::now() > until)
-        return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (!eventually([&] { return !running(); }, deadline))
+      return std::nullopt;
     return status_;
   }
 

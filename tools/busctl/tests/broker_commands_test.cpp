@@ -170,12 +170,12 @@ TEST_CASE("busctl replay of a group sends that group back and leaves the others 
   CHECK(doc["replayed"][0]["id"] == "b");
   CHECK(doc["replayed"][1]["id"] == "d");
   CHECK(ids_of(busctl_json({"list", q.endpoint})) == std::vector<std::string>{"a", "c"});
-  CHECK(eventually([&] { return q.depth(q.endpoint) == 2; }));
+  CHECK(eventually([&] { return q.depth(q.endpoint) == 2; }, std::chrono::seconds(20)));
 
   auto all = busctl_json({"replay", q.endpoint, "--all"});
   CHECK(all["replayed"].size() == 2);
   CHECK(busctl_json({"list", q.endpoint})["count"] == 0);
-  CHECK(eventually([&] { return q.depth(q.endpoint) == 4; }));
+  CHECK(eventually([&] { return q.depth(q.endpoint) == 4; }, std::chrono::seconds(20)));
 }
 
 TEST_CASE("busctl replay to a queue that no longer exists keeps the message on the error queue") {
@@ -239,7 +239,7 @@ TEST_CASE("busctl reads another queue with --queue, such as a skipped queue, and
   auto replayed = busctl_json({"replay", q.endpoint, "--queue", skipped, "s-3"});
   CHECK(replayed["replayed"][0]["destination"] == q.endpoint);
   CHECK(q.depth(skipped) == 2);
-  CHECK(eventually([&] { return q.depth(q.endpoint) == 1; }));
+  CHECK(eventually([&] { return q.depth(q.endpoint) == 1; }, std::chrono::seconds(20)));
 }
 
 TEST_CASE("busctl reads, replays and purges a quorum error queue, whose order reading may rotate") {
@@ -269,7 +269,8 @@ TEST_CASE("busctl reads, replays and purges a quorum error queue, whose order re
   auto left = ids_of(busctl_json({"list", endpoint}));
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{"q-1", "q-3"});
-  CHECK(eventually([&] { return *broker->message_count(endpoint) == 1; }));
+  CHECK(eventually([&] { return *broker->message_count(endpoint) == 1; },
+                   std::chrono::seconds(20)));
   CHECK(busctl_json({"purge", endpoint, "--all"})["purged"] == 2);
 }
 

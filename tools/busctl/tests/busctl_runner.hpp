@@ -10,20 +10,21 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "broker.hpp"
+#include "eventually.hpp"
 #include "bus/envelope.hpp"
 #include "bus/fault.hpp"
 #include "bus/header_names.hpp"
 
 namespace bus::ctl::test {
+
+using bus::test::eventually;
 
 struct run_result {
   int code = -1;
@@ -93,18 +94,6 @@ inline nlohmann::json busctl_json(std::vector<std::string> args, int expected = 
   INFO("busctl stderr: " << r.err);
   REQUIRE(r.code == expected);
   return r.json();
-}
-
-// Waits for `done` with a deadline, checking every 20 ms.
-inline bool eventually(const std::function<bool()>& done,
-                       std::chrono::milliseconds deadline = std::chrono::seconds(20)) {
-  auto until = std::chrono::steady_clock::now() + deadline;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 // A message as the bus moves it to an error queue after `exception` failed it.
