@@ -180,6 +180,17 @@ json machine(const suite_options& o) {
 
 // -- the sections -------------------------------------------------------------
 
+// The medians of one case's interleaved bus and raw runs, and their ratio.
+json bus_against_raw(std::vector<json> bus_runs, std::vector<json> raw_runs) {
+  json row = {{"bus_msgs_per_s", median(bus_runs, "msgs_per_s")},
+              {"raw_msgs_per_s", median(raw_runs, "msgs_per_s")},
+              {"bus_peak_rss_kb", median(bus_runs, "peak_rss_kb")},
+              {"raw_peak_rss_kb", median(raw_runs, "peak_rss_kb")}};
+  row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
+  row["runs"] = {{"bus", std::move(bus_runs)}, {"raw", std::move(raw_runs)}};
+  return row;
+}
+
 json throughput_section(case_runner& run, const suite_options& o, const sizes& s) {
   json rows = json::array();
   for (int slots : slot_counts) {
@@ -192,14 +203,9 @@ json throughput_section(case_runner& run, const suite_options& o, const sizes& s
       if (!o.peer_script.empty())
         peer_runs.push_back(run.run_peer(slots, s.peer));
     }
-    json row = {{"slots", slots},
-                {"messages", s.throughput},
-                {"bus_msgs_per_s", median(bus_runs, "msgs_per_s")},
-                {"raw_msgs_per_s", median(raw_runs, "msgs_per_s")},
-                {"bus_peak_rss_kb", median(bus_runs, "peak_rss_kb")},
-                {"raw_peak_rss_kb", median(raw_runs, "peak_rss_kb")},
-                {"runs", {{"bus", bus_runs}, {"raw", raw_runs}}}};
-    row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
+    auto row = bus_against_raw(std::move(bus_runs), std::move(raw_runs));
+    row["slots"] = slots;
+    row["messages"] = s.throughput;
     if (!o.peer_script.empty()) {
       row["peer_messages"] = s.peer;
       row["peer_msgs_per_s"] = median(peer_runs, "msgs_per_s");
@@ -323,14 +329,9 @@ json rabbitmq_rows(case_runner& run, const suite_options& o, const sizes& s,
       bus_runs.push_back(run.run(name, args + std::vector<std::string>{"--impl", "bus"}));
       raw_runs.push_back(run.run(name, args + std::vector<std::string>{"--impl", "raw"}));
     }
-    json row = {{knob, v},
-                {"messages", messages},
-                {"bus_msgs_per_s", median(bus_runs, "msgs_per_s")},
-                {"raw_msgs_per_s", median(raw_runs, "msgs_per_s")},
-                {"bus_peak_rss_kb", median(bus_runs, "peak_rss_kb")},
-                {"raw_peak_rss_kb", median(raw_runs, "peak_rss_kb")},
-                {"runs", {{"bus", bus_runs}, {"raw", raw_runs}}}};
-    row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
+    auto row = bus_against_raw(std::move(bus_runs), std::move(raw_runs));
+    row[knob] = v;
+    row["messages"] = messages;
     rows.push_back(row);
   }
   return rows;
