@@ -26,6 +26,13 @@ struct delivery {
   bool redelivered = false; // the transport delivered this message before
 };
 
+// How an asynchronous operation ended, called exactly once, on any thread:
+// on the transport's I/O thread once the broker has confirmed or refused,
+// or inline before the call returns when the transport finishes at once
+// (in memory). Like a delivery handler it must not block and must not call
+// back into the transport: it hands the result on (to an actor's mailbox).
+using completion = std::function<void(result<void>)>;
+
 // Called for each delivery, on any thread. It must not block and must not
 // call back into the transport: it hands the delivery on (to an actor's
 // mailbox) and returns.
@@ -77,6 +84,22 @@ public:
   // Puts a copy of `msg` on every queue subscribed to its type. A type
   // nobody subscribed to is not an error: events may have no listener.
   virtual result<void> publish(envelope msg) = 0;
+
+  // The asynchronous forms of send, send_delayed and publish: they return
+  // at once and report through `done` what the blocking form would have
+  // returned, so that an actor never waits on the network and one thread
+  // can keep many confirmed sends in flight. Calls from one thread are
+  // carried out in the order they were made. These defaults run the
+  // blocking form and complete inline: right for a transport that never
+  // waits (in memory); a broker transport overrides them.
+  virtual void async_send(const std::string& queue, envelope msg, completion done) {
+    done(send(queue, std::move(msg)));
+  }
+  virtual void async_send_delayed(const std::string& queue, envelope msg, duration delay,
+                                  completion done) {
+    done(send_delayed(queue, std::move(msg), delay));
+  }
+  virtual void async_publish(envelope msg, completion done) { done(publish(std::move(msg))); }
 
   // Settles a delivery: done with it for good, or back on its queue
   // (redelivered = true) if `requeue`, else dropped.
