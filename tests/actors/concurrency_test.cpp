@@ -1,13 +1,11 @@
 // An endpoint with N slots runs at most N handlers at once, and does reach N.
 #include <catch2/catch.hpp>
 
-#include <condition_variable>
-#include <mutex>
-
 #include <spdlog/sinks/null_sink.h>
 
 #include "bus/actor_handler.hpp"
 #include "support/caf_fixture.hpp"
+#include "support/concurrency_probe.hpp"
 #include "support/holding_actor.hpp"
 
 using namespace bus::test;
@@ -40,50 +38,6 @@ TEST_CASE_METHOD(caf_fixture, "with N slots exactly N messages are in their hand
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
-namespace {
-
-// Counts handlers running at once. Each handler waits, on a condition and
-// with a deadline, until `target` run together, so the test proves the
-// endpoint reaches its limit; once reached, handlers pass straight through.
-class concurrency_probe {
-public:
-  explicit concurrency_probe(int target) : target_(target) {}
-
-  void enter_and_leave() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ++running_;
-    most_ = std::max(most_, running_);
-    if (running_ >= target_)
-      reached_ = true;
-    changed_.notify_all();
-    changed_.wait_for(lock, std::chrono::seconds(10), [&] { return reached_; });
-    --running_;
-    ++completed_;
-    changed_.notify_all();
-  }
-
-  // Waits until `n` handlers have completed, or a deadline passes.
-  bool wait_completed(int n) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, std::chrono::seconds(20), [&] { return completed_ >= n; });
-  }
-
-  int most() {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return most_;
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  int target_;
-  int running_ = 0;
-  int most_ = 0;
-  int completed_ = 0;
-  bool reached_ = false;
-};
-
-} // namespace
 
 TEST_CASE("on real threads an endpoint with 4 slots runs 4 handlers at once and never 5") {
   caf::actor_system_config cfg;

@@ -26,7 +26,7 @@
 #include "broker.hpp"
 #include "bus/bus.hpp"
 #include "delay_levels.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 
 extern char** environ;
 

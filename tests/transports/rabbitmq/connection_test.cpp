@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "broker.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "support/closed_port.hpp"
 #include "support/delivery_collector.hpp"
 

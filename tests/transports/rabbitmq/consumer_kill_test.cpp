@@ -24,7 +24,7 @@
 #include "bus/header_names.hpp"
 #include "child_process.hpp"
 #include "delay_levels.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "fault_probe.hpp"
 #include "ledger.hpp"
 #include "support/delivery_collector.hpp"

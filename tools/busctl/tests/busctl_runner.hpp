@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "bus/envelope.hpp"
 #include "bus/fault.hpp"
 #include "bus/header_names.hpp"
