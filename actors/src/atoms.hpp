@@ -8,6 +8,7 @@
 #include <caf/atom.hpp>
 
 #include "bus/events.hpp"
+#include "delivery_claim.hpp"
 #include "bus/transport.hpp"
 
 namespace bus::detail {
@@ -28,7 +29,11 @@ using resume_atom = caf::atom_constant<caf::atom("resume")>;     // endpoint -> 
 using status_atom = caf::atom_constant<caf::atom("status")>;     // endpoint -> breaker
 using retrying_atom = caf::atom_constant<caf::atom("retrying")>; // consumer -> endpoint
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;       // endpoint -> consumer
-using reschedule_atom = caf::atom_constant<caf::atom("resched")>; // consumer -> itself
+using sent_atom = caf::atom_constant<caf::atom("sent")>;         // transport -> consumer
+using again_atom = caf::atom_constant<caf::atom("again")>;       // consumer -> itself
+using scheduler_atom = caf::atom_constant<caf::atom("scheduler")>; // endpoint -> consumer
+using held_atom = caf::atom_constant<caf::atom("held")>;         // transport -> scheduler
+using returned_atom = caf::atom_constant<caf::atom("returned")>; // transport -> scheduler
 
 // The category of the errors the scheduler refuses a message with: the
 // code is refusal_code() of the transport's bus::errc, the context its
@@ -56,5 +61,9 @@ enum class outcome : std::uint8_t {
 // meant to leave the process inside a CAF message).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::delivery)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<bus::envelope>)
+// Shared by the endpoint and the consumer of one delivery (in process only).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::detail::claim_ptr)
+// How an asynchronous transport call ended (in process only).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::result<void>)
 // An event prepared by one actor for another to raise (null: none).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const bus::bus_event>)

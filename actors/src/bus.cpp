@@ -1,5 +1,6 @@
 #include "bus/bus.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -43,10 +44,17 @@ std::string join_lines(const std::vector<std::string>& lines) {
 
 struct message_bus::impl {
   struct endpoint_entry {
-    endpoint_definition definition; // moved into the runtime once started
+    endpoint_definition definition; // each start gives its runtime a copy
     std::shared_ptr<detail::endpoint_status> status = std::make_shared<detail::endpoint_status>();
-    caf::actor actor;
+    caf::actor actor; // null until started; finished once it stopped
+    bool removed = false; // remove_endpoint(): never started again, counters still readable
+
+    [[nodiscard]] bool active() const { return actor && !status->finished.load(); }
   };
+
+  // A bus is created, runs, and after a stop may run again; sends from
+  // outside are refused once it stopped, so nothing is queued unseen.
+  enum class phase { created, running, stopped };
 
   caf::actor_system* system = nullptr;
   std::shared_ptr<message_registry> registry;
@@ -61,9 +69,10 @@ struct message_bus::impl {
   event_observer observer;
   std::string dead_letter_directory;
 
-  mutable std::mutex mutex; // guards endpoints and running: the facade is called from any thread
+  mutable std::mutex mutex; // guards endpoints: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
-  bool running = false;
+  std::atomic<phase> state{phase::created};
+  bool deterministic = false; // CAF's test coordinator runs the actors
 
   // Declares the endpoint's queues and subscriptions, then spawns its actor.
   result<void> launch(endpoint_entry& e) {
@@ -76,21 +85,30 @@ struct message_bus::impl {
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
         return ok.error();
     log_policies(def);
-    auto queue = def.name;
-    auto slots = def.slots;
+    e.status->finished.store(false);
+    e.status->stop_requested.store(false);
     auto rt = std::make_shared<const detail::endpoint_runtime>(
-      std::move(e.definition), registry, transport, log, clock, e.status,
-      detail::endpoint_runtime::settings{limits, jitter_seed, observer, dead_letter_directory});
+      def, registry, transport, log, clock, e.status,
+      detail::endpoint_runtime::settings{limits, jitter_seed, observer, dead_letter_directory,
+                                         deterministic});
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
-    auto consuming = t.consume(queue, slots, [actor](delivery d) {
+    auto consuming = t.consume(def.name, def.slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
     });
     if (!consuming) {
-      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+      // The endpoint stops its consumers, scheduler and breaker, as in any
+      // stop; the definition stays, so a later start can try again.
+      stop_endpoint(e.status, actor);
       return consuming.error();
     }
     e.actor = std::move(actor);
     return {};
+  }
+
+  static void stop_endpoint(const std::shared_ptr<detail::endpoint_status>& status,
+                            const caf::actor& actor) {
+    status->stop_requested.store(true);
+    caf::anon_send(actor, detail::stop_atom::value);
   }
 
   // The effective policy of every handler, once, so an operator can see
@@ -238,6 +256,8 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->jitter_seed = jitter_seed_;
   state->observer = observer_;
   state->dead_letter_directory = dead_letter_directory_;
+  state->deterministic =
+    dynamic_cast<caf::scheduler::test_coordinator*>(&system_->scheduler()) != nullptr;
   for (auto& def : endpoints_) {
     auto key = def.name;
     state->endpoints[key].definition = std::move(def);
@@ -258,22 +278,36 @@ message_bus::~message_bus() {
 
 result<void> message_bus::start() {
   std::lock_guard<std::mutex> guard(impl_->mutex);
-  if (impl_->running)
+  if (impl_->state == impl::phase::running)
     return error{errc::invalid_configuration, "the bus is already started"};
-  for (auto& [name, e] : impl_->endpoints)
-    if (!e.actor)
-      if (auto ok = impl_->launch(e); !ok)
-        return error{ok.error().code, "cannot start endpoint '" + name + "': " + ok.error().message};
-  impl_->running = true;
+  for (const auto& [name, e] : impl_->endpoints)
+    if (e.active())
+      return error{errc::not_running, "endpoint '" + name
+                                        + "' is still stopping; start again once stop() returned"};
+  // All or nothing: if one endpoint cannot start, those started before it
+  // stop again, and a later start() can try them all anew.
+  std::vector<impl::endpoint_entry*> started;
+  for (auto& [name, e] : impl_->endpoints) {
+    if (e.removed)
+      continue;
+    if (auto ok = impl_->launch(e); !ok) {
+      for (auto* done : started)
+        impl::stop_endpoint(done->status, done->actor);
+      return error{ok.error().code, "cannot start endpoint '" + name + "': " + ok.error().message};
+    }
+    started.push_back(&e);
+  }
+  impl_->state = impl::phase::running;
   return {};
 }
 
 void message_bus::request_stop() {
   std::lock_guard<std::mutex> guard(impl_->mutex);
-  impl_->running = false;
+  if (impl_->state == impl::phase::running)
+    impl_->state = impl::phase::stopped;
   for (auto& [name, e] : impl_->endpoints)
-    if (e.actor)
-      caf::anon_send(e.actor, detail::stop_atom::value);
+    if (e.active())
+      impl::stop_endpoint(e.status, e.actor);
 }
 
 void message_bus::stop() {
@@ -292,17 +326,14 @@ void message_bus::stop() {
     self->receive([](const caf::down_msg&) {});
 }
 
-bool message_bus::running() const noexcept {
-  std::lock_guard<std::mutex> guard(impl_->mutex);
-  return impl_->running;
-}
+bool message_bus::running() const noexcept { return impl_->state == impl::phase::running; }
 
 bool message_bus::stopped() const noexcept {
   std::lock_guard<std::mutex> guard(impl_->mutex);
   for (const auto& [name, e] : impl_->endpoints)
-    if (e.actor && !e.status->finished.load())
+    if (e.active())
       return false;
-  return !impl_->running;
+  return impl_->state != impl::phase::running;
 }
 
 result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
@@ -314,14 +345,14 @@ result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
     mistakes.push_back(std::move(m));
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (auto it = impl_->endpoints.find(def.name);
-      it != impl_->endpoints.end() && !(it->second.actor && it->second.status->finished.load()))
+      it != impl_->endpoints.end() && !(it->second.actor && !it->second.active()))
     mistakes.push_back("endpoint '" + def.name + "' exists already");
   if (!mistakes.empty())
     return error{errc::invalid_configuration, join_lines(mistakes)};
   auto name = def.name;
   auto& e = impl_->endpoints[name] = impl::endpoint_entry{};
   e.definition = std::move(def);
-  if (impl_->running)
+  if (impl_->state == impl::phase::running)
     return impl_->launch(e);
   return {};
 }
@@ -331,10 +362,12 @@ result<void> message_bus::remove_endpoint(const std::string& name) {
   auto it = impl_->endpoints.find(name);
   if (it == impl_->endpoints.end())
     return error{errc::invalid_configuration, "there is no endpoint '" + name + "'"};
-  if (it->second.actor)
-    caf::anon_send(it->second.actor, detail::stop_atom::value);
-  else
+  if (it->second.active()) {
+    it->second.removed = true;
+    impl::stop_endpoint(it->second.status, it->second.actor);
+  } else {
     impl_->endpoints.erase(it);
+  }
   return {};
 }
 
@@ -360,6 +393,8 @@ transport& message_bus::transport() const noexcept { return *impl_->transport; }
 
 result<void> message_bus::dispatch(const std::string& queue, result<message_body> body,
                            send_options options) {
+  if (impl_->state == impl::phase::stopped)
+    return error{errc::not_running, "the bus is stopped; start() it again to send"};
   if (!body)
     return body.error();
   auto env = detail::make_envelope(std::move(*body), impl_->name, impl_->clock());

@@ -1,7 +1,14 @@
 // A consumer actor: one concurrency slot of an endpoint. It takes one
 // delivery at a time from its endpoint, runs the handler, asks the policy
-// what follows a failure and carries it out, and reports the outcome back;
-// the endpoint settles the delivery with the transport and frees the slot.
+// what follows a failure and carries it out, settles the delivery with the
+// transport and reports to the endpoint, which frees the slot.
+//
+// It runs on a thread of its own unless the endpoint's handlers never
+// block (bus::handler_threads), so a handler may block it. It never waits
+// on the transport: what it sends (the outbox, the error or skipped queue,
+// fault<T>) goes through the port's asynchronous calls, whose completions
+// come back to it as messages. A refusal "for now" (the broker out of
+// reach) keeps the slot and is tried again with backoff.
 //
 // An immediate retry is a delayed message to itself: the slot stays held.
 // A redelivery is handed to the endpoint's scheduler: the slot is freed
@@ -15,22 +22,42 @@
 #include <caf/stateful_actor.hpp>
 
 #include "bus/exception_info.hpp"
+#include "bus/fault.hpp"
 #include "bus/policy/action.hpp"
+#include "delivery_claim.hpp"
 #include "endpoint_runtime.hpp"
 
 namespace bus::detail {
 
+// What a consumer is waiting for from the transport or a timer before it
+// can go on with its delivery.
+enum class ending_step : std::uint8_t {
+  outbox,        // the handler's sends, after a successful attempt
+  error_queue,   // the copy with every fault header
+  minimal_error_queue, // the copy with minimal fault headers
+  skipped_queue, // the copy for the skipped queue
+  redelivery,    // the hand-off to the scheduler
+};
+
 // The delivery a consumer works on, across its immediate retries.
 struct current_delivery {
   delivery item;
+  claim_ptr claim;                   // shared with the endpoint: who ends it
   const handler_slot* handler = nullptr;
   message_body body;                 // decoded, typed
   int attempt = 1;                   // attempts in this delivery, this one included
   bool throttled = false;            // dispatched while rate limited: no immediate retries
   std::exception_ptr last_exception; // of the last failed attempt
   exception_info last_what;          // its type and message, described once per failure
+
+  // The ending under way.
   std::optional<delayed_retry> redelivery; // decided, not yet accepted by the scheduler
-  int scheduler_refusals = 0;             // transient refusals of that redelivery so far
+  std::optional<fault_details> fault;      // decided, not yet on the error queue
+  std::string fault_queue;                 // where it goes
+  std::size_t outbox_left = 0;             // outbox sends not completed yet
+  std::optional<bus::error> outbox_error;  // the first refusal among them
+  int refusals = 0;                        // "not now" refusals so far: the backoff
+  ending_step waiting_for = ending_step::outbox; // what the backoff timer tries again
 };
 
 struct consumer_state {
@@ -43,7 +70,9 @@ struct consumer_state {
   static inline const char* name = "bus.consumer";
 };
 
-caf::behavior consumer_actor(caf::stateful_actor<consumer_state>* self, endpoint_runtime_ptr rt,
-                             caf::actor endpoint, caf::actor scheduler, caf::actor breaker);
+using consumer = caf::stateful_actor<consumer_state>;
+
+caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
+                             caf::actor scheduler, caf::actor breaker);
 
 } // namespace bus::detail

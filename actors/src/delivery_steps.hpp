@@ -1,10 +1,13 @@
-// The steps a consumer takes with one delivery, apart from the actor that
-// sequences them: run a handler, release its outbox, park a message on the
-// skipped or error queue. Each step turns failure into a value; none throws.
+// The pieces a consumer's ending is made of, apart from the actor that
+// sequences them: run a handler, build the copies that go to the error or
+// skipped queue, build a fault<T> event, settle a delivery with the
+// transport and count it. None sends anything on its own except settle(),
+// none throws, and none waits: the consumer hands the copies to the
+// transport's asynchronous calls.
 #pragma once
 
 #include <exception>
-#include <vector>
+#include <optional>
 
 #include "atoms.hpp"
 #include "bus/fault.hpp"
@@ -18,31 +21,33 @@ namespace bus::detail {
 [[nodiscard]] std::exception_ptr invoke(const handler_slot& slot, const void* message,
                                         handler_context& ctx) noexcept;
 
-// Hands a successful attempt's outbox to the transport, in order. Stops at
-// the first refusal and returns it.
-[[nodiscard]] result<void> release(const endpoint_runtime& rt,
-                                   std::vector<outgoing_message> outbox);
-
-// Parks a message no handler accepts on the skipped queue (or drops it,
-// by option). Returns requeue if the skipped queue refuses it.
-[[nodiscard]] outcome skip(const endpoint_runtime& rt, const delivery& d);
-
 // The fault facts of a failed attempt, with time, host and process filled in.
 [[nodiscard]] fault_details make_fault(const endpoint_runtime& rt, const delivery& d,
                                        exception_info what, std::string reason,
                                        int immediate_retries);
 
-// Puts a copy with fault headers on `queue` (empty: the endpoint's error
-// queue). If the queue refuses it, tries minimal fault headers, then the
-// endpoint's dead-letter file; only if all three fail does it return
-// requeue, so the message is never lost and a refusal never loops quietly.
-[[nodiscard]] outcome park_on_error_queue(const endpoint_runtime& rt, const delivery& d,
-                                    const fault_details& fault, const std::string& queue = {});
+// The copy for the skipped queue: the message, with the reason no handler took it.
+[[nodiscard]] envelope skipped_copy(const endpoint_runtime& rt, const envelope& msg);
 
-// Raises fault<T> for a message that failed for good: to its fault
-// address, else its response address, else published. Does nothing for a
-// body that never became typed (no T to put in it) or a fault<T> itself.
-void raise_fault(const endpoint_runtime& rt, const delivery& d, const message_body& body,
-                 const fault_details& fault);
+// The copy for the error queue with every fault header, cut to the bus's
+// fault limits; and the smallest one that still says what happened, for an
+// error queue that refused the first (a broker may refuse large headers).
+[[nodiscard]] envelope error_queue_copy(const endpoint_runtime& rt, const envelope& msg,
+                                        const fault_details& fault);
+[[nodiscard]] envelope minimal_error_queue_copy(const envelope& msg, const fault_details& fault);
+
+// fault<T> for a message that failed for good, addressed to its fault
+// address, else its response address, else published (empty queue).
+// Nothing for a body that never became typed (no T to put in it), a
+// fault<T> itself, or when the endpoint raises no faults.
+[[nodiscard]] std::optional<outgoing_message> fault_event(const endpoint_runtime& rt,
+                                                          const envelope& msg,
+                                                          const message_body& body,
+                                                          const fault_details& fault);
+
+// Tells the transport what became of a delivery (ack, or back to its queue
+// for requeue) and counts it. The one place a delivery is settled: by its
+// consumer as it ends it, by the endpoint for what no consumer ends (a stop).
+void settle(const endpoint_runtime& rt, const delivery& d, outcome result);
 
 } // namespace bus::detail

@@ -5,6 +5,7 @@
 #include "atoms.hpp"
 #include "circuit_breaker_actor.hpp"
 #include "consumer_actor.hpp"
+#include "delivery_steps.hpp"
 #include "scheduler_actor.hpp"
 
 namespace bus::detail {
@@ -13,10 +14,20 @@ namespace {
 
 using endpoint = caf::stateful_actor<endpoint_state>;
 
+// A consumer with a thread of its own unless its handlers never block (or
+// the test coordinator runs everything inline): see bus::handler_threads.
+caf::actor spawn_consumer_actor(endpoint* self) {
+  auto& st = self->state;
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (st.rt->config().deterministic
+      || st.rt->definition().threads == handler_threads::caf_workers)
+    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler, st.breaker);
+  return self->spawn<caf::monitored + caf::detached>(consumer_actor, st.rt, me, st.scheduler,
+                                                      st.breaker);
+}
+
 void spawn_consumer(endpoint* self) {
-  auto c = self->spawn<caf::monitored>(consumer_actor, self->state.rt,
-                                       caf::actor_cast<caf::actor>(self), self->state.scheduler,
-                                       self->state.breaker);
+  auto c = spawn_consumer_actor(self);
   self->state.consumers.emplace(c.address(), c);
   self->state.idle.push_back(std::move(c));
 }
@@ -32,32 +43,10 @@ void dispatch(endpoint* self) {
     st.idle.pop_back();
     auto d = std::move(st.waiting.front());
     st.waiting.pop_front();
-    st.busy.emplace(consumer.address(), work_in_progress{d});
-    self->send(consumer, run_atom::value, std::move(d), st.limited);
+    auto claim = std::make_shared<delivery_claim>();
+    st.busy.emplace(consumer.address(), work_in_progress{d, claim});
+    self->send(consumer, run_atom::value, std::move(d), std::move(claim), st.limited);
   }
-}
-
-// Tells the transport what became of a delivery, and counts it.
-void settle(endpoint* self, const delivery& d, outcome result) {
-  const auto& rt = *self->state.rt;
-  auto& c = rt.counters();
-  auto relaxed = std::memory_order_relaxed;
-  auto settled = result == outcome::requeue ? rt.transport().reject(d.tag, /*requeue=*/true)
-                                            : rt.transport().ack(d.tag);
-  if (!settled)
-    rt.log().endpoint->error("endpoint '{}' cannot settle delivery {} of message {}: {}", rt.name(),
-                             d.tag, d.message->message_id, to_string(settled.error()));
-  switch (result) {
-    case outcome::handled: c.handled.fetch_add(1, relaxed); break;
-    case outcome::dead_lettered: c.dead_lettered.fetch_add(1, relaxed); break;
-    case outcome::discarded: c.discarded.fetch_add(1, relaxed); break;
-    case outcome::skipped: c.skipped.fetch_add(1, relaxed); break;
-    case outcome::scheduled: c.redeliveries_scheduled.fetch_add(1, relaxed); break;
-    case outcome::requeue: c.requeued.fetch_add(1, relaxed); break;
-  }
-  c.in_flight.fetch_sub(1, relaxed);
-  if (result == outcome::requeue)
-    rt.emit(event_kind::requeued, *d.message);
 }
 
 // Stopping ends only once every delivery sent to this actor before the
@@ -90,21 +79,29 @@ void stop_helper(endpoint* self, const caf::actor& helper) {
           [=](caf::error&) { quit_when_helpers_stopped(self); });
 }
 
+void stop_helpers(endpoint* self) {
+  auto& st = self->state;
+  // The scheduler returns what it still holds to the input queue first.
+  stop_helper(self, st.scheduler);
+  if (st.breaker)
+    stop_helper(self, st.breaker);
+}
+
+// Nothing is in flight any more: the consumers go, and once the last is
+// down (a consumer blocked in a handler whose message was given back goes
+// when the handler returns), the helpers.
 void finish(endpoint* self) {
   auto& st = self->state;
   if (st.finishing)
     return; // a late drained or overdue message after the stop began
   st.finishing = true;
-  for (auto& [addr, consumer] : st.consumers) {
-    self->demonitor(consumer);
-    self->send_exit(consumer, caf::exit_reason::user_shutdown);
-  }
-  st.consumers.clear();
   st.idle.clear();
-  // The scheduler returns what it still holds to the input queue first.
-  stop_helper(self, st.scheduler);
-  if (st.breaker)
-    stop_helper(self, st.breaker);
+  if (st.consumers.empty()) {
+    stop_helpers(self);
+    return;
+  }
+  for (auto& [addr, consumer] : st.consumers)
+    self->send_exit(consumer, caf::exit_reason::user_shutdown);
 }
 
 void begin_stop(endpoint* self) {
@@ -115,7 +112,7 @@ void begin_stop(endpoint* self) {
   st.rt->transport().cancel(st.rt->name());
   // Deliveries that never reached a consumer go back at once.
   for (auto& d : st.waiting)
-    settle(self, d, outcome::requeue);
+    settle(*st.rt, d, outcome::requeue);
   st.waiting.clear();
   self->delayed_send(self, st.rt->definition().drain_timeout, overdue_atom::value);
   check_drained(self);
@@ -138,6 +135,11 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
     if (consumer == st.consumers.end())
       return;
     st.consumers.erase(consumer);
+    if (st.finishing) {
+      if (st.consumers.empty())
+        stop_helpers(self);
+      return;
+    }
     st.idle.erase(std::remove_if(st.idle.begin(), st.idle.end(),
                                  [&](const caf::actor& a) { return a.address() == dm.source; }),
                   st.idle.end());
@@ -160,7 +162,7 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
                                    why, work.item.message->message_id, st.rt->name(),
                                    work.item.queue);
       st.rt->counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-      settle(self, work.item, outcome::requeue);
+      settle(*st.rt, work.item, outcome::requeue);
       check_drained(self);
       return;
     }
@@ -171,9 +173,10 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
     spawn_consumer(self);
     auto successor = std::move(st.idle.back());
     st.idle.pop_back();
+    work.claim = std::make_shared<delivery_claim>();
     st.busy.emplace(successor.address(), work);
-    self->send(successor, adopt_atom::value, std::move(work.item), st.limited, work.attempt,
-               std::move(why));
+    self->send(successor, adopt_atom::value, std::move(work.item), std::move(work.claim),
+               st.limited, work.attempt, std::move(why));
   });
 
   st.rt->log().endpoint->info("endpoint '{}' started with {} slots", st.rt->name(),
@@ -187,19 +190,19 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       c.in_flight.fetch_add(1, std::memory_order_relaxed);
       st.rt->emit(event_kind::received, *d.message);
       if (st.stopping) {
-        settle(self, d, outcome::requeue);
+        settle(*st.rt, d, outcome::requeue);
         return;
       }
       st.waiting.push_back(std::move(d));
       dispatch(self);
     },
+    // The consumer settled the delivery itself: the slot is free again.
     [=](done_atom, std::uint64_t tag, outcome result) {
       auto& st = self->state;
       auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
       auto it = st.busy.find(sender);
       if (it == st.busy.end() || it->second.item.tag != tag)
-        return; // settled already (the drain timed out and gave it back)
-      settle(self, it->second.item, result);
+        return;
       st.busy.erase(it);
       if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
@@ -258,17 +261,25 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       if (self->state.busy.empty() && self->state.waiting.empty())
         finish(self);
     },
+    // The drain timeout passed: what no consumer is ending right now goes
+    // back to the transport. A consumer blocked in its handler keeps its
+    // thread until the handler returns, and then drops its outcome; one
+    // that is ending its delivery reports within the transport's timeout.
     [=](overdue_atom) {
       auto& st = self->state;
-      for (auto& [consumer, work] : st.busy) {
-        const auto& d = work.item;
+      for (auto it = st.busy.begin(); it != st.busy.end();) {
+        if (!it->second.claim->take_back()) {
+          ++it;
+          continue;
+        }
+        const auto& d = it->second.item;
         st.rt->log().endpoint->warn(
           "endpoint '{}' stopped before message {} was done; returning it to '{}'", st.rt->name(),
           d.message->message_id, d.queue);
-        settle(self, d, outcome::requeue);
+        settle(*st.rt, d, outcome::requeue);
+        it = st.busy.erase(it);
       }
-      st.busy.clear();
-      finish(self);
+      check_drained(self);
     },
   };
 }

@@ -1,7 +1,8 @@
 // The endpoint actor: takes deliveries from the transport, hands each to an
 // idle consumer (one per concurrency slot), settles it with the transport
 // when the consumer reports, replaces consumers that die, and stops by
-// draining what is in flight.
+// draining what is in flight. A stop finishes only once every consumer is
+// gone, so that no handler of the endpoint runs after it.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "delivery_claim.hpp"
 #include "endpoint_runtime.hpp"
 
 namespace bus::detail {
@@ -20,6 +22,7 @@ namespace bus::detail {
 // consumer dies, its successor goes on from there.
 struct work_in_progress {
   delivery item;
+  claim_ptr claim; // who ends it, should the drain timeout pass
   int attempt = 1;
 };
 
@@ -36,7 +39,7 @@ struct endpoint_state {
   std::uint64_t pause_generation = 0; // a resume of an older generation is stale
   int asking_breaker = 0;       // status requests unanswered: dispatch waits for them
   bool stopping = false;
-  bool finishing = false;       // consumers gone, waiting for scheduler and breaker
+  bool finishing = false;       // nothing in flight: waiting for consumers, then helpers
   int helpers_stopping = 0;     // stop requests not yet confirmed
   static inline const char* name = "bus.endpoint";
 };

@@ -22,9 +22,14 @@
 
 namespace bus::detail {
 
+// What outlives one run of an endpoint (a stop and a start again keep
+// counting), readable from any thread.
 struct endpoint_status {
   endpoint_counters counters;
   std::atomic<bool> finished{false};
+  // Set by the bus as it asks the endpoint to stop, before the endpoint
+  // actor even sees the request, so that handlers see it at once.
+  std::atomic<bool> stop_requested{false};
 };
 
 class endpoint_runtime {
@@ -35,6 +40,10 @@ public:
     std::optional<std::uint64_t> jitter_seed; // empty: each consumer seeds from the OS
     event_observer observer;                  // empty: no events
     std::string dead_letter_directory = "bus-dead-letters"; // when the error queue refuses
+    // CAF's test coordinator runs the actors: every handler runs inline,
+    // whatever the endpoint asks for, so that virtual time stays
+    // deterministic (a detached actor would run on a real thread).
+    bool deterministic = false;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

@@ -10,19 +10,23 @@ namespace {
 
 using scheduler = caf::stateful_actor<scheduler_state>;
 
-// Puts a message back on the endpoint's input queue. A refusal is logged
-// and the message is kept for the next timer rather than dropped.
-bool send_back(scheduler* self, pending_redelivery& msg) {
+// A completion of the transport, on whatever thread it runs, becomes a
+// message to the scheduler.
+template <class Atom, class Key>
+completion reply_to(scheduler* self, Atom atom, Key key) {
+  return [me = caf::actor_cast<caf::actor>(self), atom, key = std::move(key)](result<void> r) {
+    caf::anon_send(me, atom, key, std::move(r));
+  };
+}
+
+// Puts a message back on the endpoint's input queue. Its completion comes
+// back as returned_atom; a refusal keeps the message for later.
+void send_back(scheduler* self, pending_redelivery msg) {
   const auto& rt = *self->state.rt;
-  auto id = msg->message_id;
-  auto sent = rt.transport().send(rt.name(), std::move(*msg));
-  if (!sent) {
-    rt.log().delayed_retry->error("cannot return message {} to '{}' for redelivery: {}", id,
-                                  rt.name(), to_string(sent.error()));
-    return false;
-  }
-  rt.counters().pending_redelivery.fetch_sub(1, std::memory_order_relaxed);
-  return true;
+  ++self->state.returning;
+  envelope_ptr shared = msg;
+  rt.transport().async_send_shared(rt.name(), std::move(shared),
+                                   reply_to(self, returned_atom::value, std::move(msg)));
 }
 
 // Arms one timer for the earliest due time, unless one is armed for it
@@ -40,16 +44,25 @@ void arm(scheduler* self) {
 
 void fire_due(scheduler* self) {
   auto& st = self->state;
-  auto now = self->clock().now();
-  std::vector<pending_redelivery> refused;
-  st.pending.pop_due(now, [&](pending_redelivery msg) {
-    if (!send_back(self, msg))
-      refused.push_back(std::move(msg));
-  });
-  // Try refused ones again a second later: the transport may come back.
-  for (auto& msg : refused)
-    st.pending.push(now + std::chrono::seconds(1), std::move(msg));
+  st.pending.pop_due(self->clock().now(), [&](pending_redelivery msg) { send_back(self, msg); });
   arm(self);
+}
+
+// Once a stop was asked for and nothing is on its way back any more.
+void finish_if_done(scheduler* self) {
+  auto& st = self->state;
+  if (!st.stopping || st.returning > 0 || !st.handoffs.empty())
+    return;
+  if (st.unreturned > 0)
+    st.rt->log().delayed_retry->error(
+      "scheduler of endpoint '{}' could not return {} redeliveries to their queue", st.rt->name(),
+      st.unreturned);
+  st.stopped.deliver(ok_atom::value);
+  self->quit();
+}
+
+caf::error refusal(const bus::error& err) {
+  return caf::error(refusal_code(err.code), scheduler_refusal, caf::make_message(to_string(err)));
 }
 
 } // namespace
@@ -63,14 +76,14 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
       auto& transport = st.rt->transport();
       if (transport.capabilities().delayed_delivery) {
         // The broker holds it: it survives this process. Accepted once the
-        // transport has it; the broker parks it for at least one delay unit,
-        // far longer than its confirmation takes to arrive.
-        auto held = transport.send_delayed(st.rt->name(), std::move(*msg), delay);
-        if (!held)
-          return caf::error(refusal_code(held.error().code), scheduler_refusal,
-                            caf::make_message(to_string(held.error())));
-        st.rt->emit_prepared(notice);
-        return ok_atom::value;
+        // broker confirmed it; it parks it for at least one delay unit, far
+        // longer than its confirmation takes to arrive.
+        auto id = st.next_handoff++;
+        auto reply = self->make_response_promise();
+        st.handoffs.emplace(id, handoff{reply, std::move(notice)});
+        transport.async_send_delayed(st.rt->name(), std::move(*msg), delay,
+                                     reply_to(self, held_atom::value, id));
+        return caf::delegated<ok_atom>{};
       }
       st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
       st.rt->emit_prepared(notice); // before any timer can send it back
@@ -78,32 +91,63 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
       arm(self);
       return ok_atom::value;
     },
+    [=](held_atom, std::uint64_t id, result<void>& held) {
+      auto& st = self->state;
+      auto it = st.handoffs.find(id);
+      if (it == st.handoffs.end())
+        return;
+      auto h = std::move(it->second);
+      st.handoffs.erase(it);
+      if (held) {
+        st.rt->emit_prepared(h.notice);
+        h.reply.deliver(ok_atom::value);
+      } else {
+        h.reply.deliver(refusal(held.error()));
+      }
+      finish_if_done(self);
+    },
+    [=](returned_atom, pending_redelivery& msg, result<void>& sent) {
+      auto& st = self->state;
+      --st.returning;
+      if (sent) {
+        st.rt->counters().pending_redelivery.fetch_sub(1, std::memory_order_relaxed);
+      } else if (st.stopping) {
+        ++st.unreturned;
+        st.rt->log().delayed_retry->error("cannot return message {} to '{}' for redelivery: {}",
+                                          msg->message_id, st.rt->name(),
+                                          to_string(sent.error()));
+      } else {
+        // Kept whole; tried again a second later: the transport may come back.
+        st.rt->log().delayed_retry->error(
+          "cannot return message {} to '{}' for redelivery: {}; trying again in 1 s",
+          msg->message_id, st.rt->name(), to_string(sent.error()));
+        st.pending.push(self->clock().now() + std::chrono::seconds(1), std::move(msg));
+        arm(self);
+      }
+      finish_if_done(self);
+    },
     [=](tick_atom, std::uint64_t generation) {
       auto& st = self->state;
-      if (generation != st.timer_generation)
+      if (generation != st.timer_generation || st.stopping)
         return; // stale: an earlier due time re-armed the timer
       st.armed = false;
       fire_due(self);
     },
     // Answers once everything it held is back on the queue, so that the
     // endpoint finishes only after that.
-    [=](stop_atom) -> ok_atom {
+    [=](stop_atom) -> caf::result<ok_atom> {
       auto& st = self->state;
+      st.stopping = true;
       auto left = st.pending.drain();
       if (!left.empty())
         st.rt->log().delayed_retry->warn(
           "scheduler of endpoint '{}' stops with {} redeliveries pending; returning them to '{}' now",
           st.rt->name(), left.size(), st.rt->name());
-      std::size_t lost = 0;
       for (auto& msg : left)
-        if (!send_back(self, msg))
-          ++lost;
-      if (lost > 0)
-        st.rt->log().delayed_retry->error(
-          "scheduler of endpoint '{}' could not return {} redeliveries to their queue", st.rt->name(),
-          lost);
-      self->quit();
-      return ok_atom::value;
+        send_back(self, std::move(msg));
+      st.stopped = self->make_response_promise();
+      finish_if_done(self);
+      return caf::delegated<ok_atom>{};
     },
   };
 }

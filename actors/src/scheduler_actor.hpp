@@ -4,20 +4,29 @@
 // time), however many messages wait. A transport with delayed delivery (a
 // broker) holds them instead: the scheduler hands each over at once.
 //
+// It never waits on the transport: every hand-off goes through the port's
+// asynchronous calls, and their completions come back as messages, so a
+// broker that takes seconds to confirm (or is out of reach) holds no
+// thread, and many hand-offs are in flight at once.
+//
 // Protocol: (schedule_atom, pending_redelivery, duration, announcement) ->
-// ok_atom once accepted. The announcement (null for none) is the
-// redelivery_scheduled event: the scheduler raises it as it accepts the
-// message, so the event always comes before the message can come back.
+// ok_atom once accepted (on a broker: once the broker confirmed it), or an
+// error of category scheduler_refusal. The announcement (null for none) is
+// the redelivery_scheduled event: the scheduler raises it as it accepts
+// the message, so the event always comes before the message can come back.
 // (stop_atom) sends everything still waiting back to the queue at once,
-// logs how many, answers ok_atom and quits, so a stop never loses
-// a message and the endpoint knows when they are all back.
+// logs how many, answers ok_atom once the transport has them all, and
+// quits, so a stop never loses a message and the endpoint knows when they
+// are all back.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 
 #include <caf/actor_clock.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "bus/delay_queue.hpp"
@@ -25,11 +34,17 @@
 
 namespace bus::detail {
 
-// A message on its way back: uniquely owned, so firing moves it into the
-// transport without a copy.
+// A message on its way back: the scheduler's own copy, shared with the
+// transport while it is handed over, so that a refused one is still whole.
 using pending_redelivery = std::shared_ptr<envelope>;
 // The event to raise once the scheduler holds a message; null for none.
 using announcement = std::shared_ptr<const bus_event>;
+
+// A hand-off to a broker's delay levels, waiting for its confirm.
+struct handoff {
+  caf::response_promise reply;
+  announcement notice;
+};
 
 struct scheduler_state {
   endpoint_runtime_ptr rt;
@@ -37,6 +52,12 @@ struct scheduler_state {
   std::uint64_t timer_generation = 0; // a timer of an older generation is stale
   caf::actor_clock::time_point armed_for{};
   bool armed = false;
+  std::unordered_map<std::uint64_t, handoff> handoffs; // by id, waiting for the broker
+  std::uint64_t next_handoff = 0;
+  std::size_t returning = 0;  // sends back to the queue not completed yet
+  std::size_t unreturned = 0; // refused while stopping: logged, counted
+  bool stopping = false;
+  caf::response_promise stopped; // answered once nothing is on its way back
   static inline const char* name = "bus.scheduler";
 };
 

@@ -1,5 +1,7 @@
 // A failed message is never lost and never loops, even when its error
-// queue refuses it.
+// queue refuses it. A queue out of reach (for now) costs time: the message
+// keeps its slot and is offered again with backoff. A refusal for good
+// falls back to minimal headers, then to a local file.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -18,9 +20,10 @@ using bus::test::refusing_transport;
 namespace {
 
 // A bus whose billing handler always fails with a long message, on a
-// transport that refuses some sends to billing_error.
+// transport that refuses some sends to billing_error. Audit counts the
+// fault<order_placed> events raised.
 bus::message_bus& start(bus::testing::harness& h, std::shared_ptr<refusing_transport> transport,
-                        const std::string& dead_letters) {
+                        const std::string& dead_letters, int* faults = nullptr) {
   auto b = h.builder();
   b.transport(transport)
     .dead_letter_directory(dead_letters)
@@ -28,6 +31,10 @@ bus::message_bus& start(bus::testing::harness& h, std::shared_ptr<refusing_trans
     .endpoint("billing", [](bus::endpoint_builder& e) {
       e.handle<order_placed>(
         [](const order_placed&) -> void { throw std::runtime_error(std::string(2000, 'x')); });
+    });
+  if (faults)
+    b.endpoint("audit", [faults](bus::endpoint_builder& e) {
+      e.handle<bus::fault<order_placed>>([faults](const bus::fault<order_placed>&) { ++*faults; });
     });
   return h.start(b);
 }
@@ -84,7 +91,8 @@ TEST_CASE("a message that can be kept nowhere is held back and tried again later
   // A regular file where the directory should be: the file fallback fails too.
   auto dir = scratch_directory("blocked");
   { std::ofstream(dir) << "not a directory"; }
-  auto& bus = start(h, transport, dir + "/nested");
+  int faults = 0;
+  auto& bus = start(h, transport, dir + "/nested", &faults);
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
   h.run();
   auto criticals = [&] {
@@ -95,6 +103,7 @@ TEST_CASE("a message that can be kept nowhere is held back and tried again later
   };
   CHECK(transport->refused == 2);
   CHECK(criticals() == 1);
+  CHECK(faults == 0); // not yet ended
   CHECK(h.stats("billing").pending_redelivery == 1);
   CHECK(h.stats("billing").failed_attempts == 1);
 
@@ -110,9 +119,72 @@ TEST_CASE("a message that can be kept nowhere is held back and tried again later
   h.advance(std::chrono::seconds(30));
   CHECK(h.stats("billing").dead_lettered == 1);
   CHECK(h.stats("billing").pending_redelivery == 0);
+  CHECK(faults == 1); // raised once, as it ended
   std::ifstream in(dir + "/nested/billing.dead-letters.jsonl");
   std::string line;
   REQUIRE(std::getline(in, line));
   CHECK(nlohmann::json::parse(line)["headers"].count("bus-fault-pending") == 0);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an error queue out of reach keeps the message and its slot and offers it again with "
+          "backoff") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_error", 1 << 20);
+  transport->out_of_reach = 3;
+  auto dir = scratch_directory("out-of-reach");
+  int faults = 0;
+  auto& bus = start(h, transport, dir, &faults);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.run();
+  CHECK(transport->refused == 1);
+  CHECK(h.stats("billing").in_flight == 1); // kept, unacknowledged
+  CHECK(h.stats("billing").dead_lettered == 0);
+  CHECK(h.transport().unacked("billing") == 1);
+
+  // Offered again after 1 s, then 2 s; the fourth offer, 4 s later, lands.
+  h.advance(std::chrono::seconds(1));
+  CHECK(transport->refused == 2);
+  h.advance(std::chrono::seconds(2));
+  CHECK(transport->refused == 3);
+  CHECK(h.error_queue("billing").empty());
+  h.advance(std::chrono::seconds(4));
+  CHECK(transport->refused == 3);
+  REQUIRE(h.error_queue("billing").size() == 1);
+  auto s = h.stats("billing");
+  CHECK(s.dead_lettered == 1);
+  CHECK(s.in_flight == 0);
+  CHECK(s.failed_attempts == 1); // the handler ran once: waiting is no new attempt
+  CHECK(faults == 1);
+  CHECK(h.transport().unacked("billing") == 0);
+  CHECK_FALSE(std::filesystem::exists(dir)); // an outage is no reason for the local file
+}
+
+TEST_CASE("a skipped queue that refuses backs off instead of returning the message in a loop") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_skipped", 1 << 20);
+  transport->out_of_reach = 5;
+  auto b = h.builder();
+  b.transport(transport)
+    .message<order_placed>("order_placed")
+    .message<bus::test::invoice_requested>("invoice_requested")
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.handle<order_placed>([](const order_placed&) {});
+    });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", bus::test::invoice_requested{"o-1", {}}));
+  h.run();
+  CHECK(transport->refused == 1);
+  CHECK(h.stats("billing").requeued == 0);
+  CHECK(h.stats("billing").in_flight == 1);
+  h.advance(std::chrono::seconds(1));
+  CHECK(transport->refused == 2);
+  h.advance(std::chrono::seconds(2 + 4 + 8));
+  CHECK(transport->refused == 5);
+  h.advance(std::chrono::seconds(16));
+  CHECK(h.queue("billing_skipped").size() == 1);
+  auto s = h.stats("billing");
+  CHECK(s.skipped == 1);
+  CHECK(s.requeued == 0);
+  CHECK(s.in_flight == 0);
 }

@@ -7,11 +7,33 @@
 #include "bus/header_names.hpp"
 #include "support/caf_fixture.hpp"
 #include "support/delaying_transport.hpp"
+#include "support/forwarding_transport.hpp"
 
 using namespace bus::test;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Refuses the next sends to one queue, as a full or unreachable queue would.
+class flaky_queue_transport final : public forwarding_transport {
+public:
+  flaky_queue_transport(bus::transport& inner, std::string queue)
+    : forwarding_transport(inner), queue_(std::move(queue)) {}
+  int refusals_left = 0;
+  int refused = 0;
+  std::string_view name() const noexcept override { return "flaky"; }
+  bus::result<void> send(const std::string& q, bus::envelope msg) override {
+    if (q == queue_ && refusals_left > 0) {
+      --refusals_left;
+      ++refused;
+      return bus::error{bus::errc::transport_failure, "queue '" + q + "' is full"};
+    }
+    return inner_.send(q, std::move(msg));
+  }
+
+private:
+  std::string queue_;
+};
 
 // Billing fails every first delivery and succeeds on the redelivery.
 std::unique_ptr<bus::message_bus> start_on(caf_fixture& f, std::shared_ptr<delaying_transport> t) {
@@ -82,4 +104,39 @@ TEST_CASE_METHOD(caf_fixture, "a redelivery the broker can never hold goes to th
   CHECK_THAT(std::string(*reason), Catch::Contains("the scheduler refused the redelivery")
                                      && Catch::Contains("the broker refuses"));
   CHECK(log_count("cannot hand message") == 0);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a redelivery whose return the transport refuses is kept whole and returned later") {
+  auto flaky = std::make_shared<flaky_queue_transport>(*transport, "billing");
+  std::vector<order_placed> handled;
+  auto b = builder();
+  b.transport(flaky)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("payment service down");
+        handled.push_back(m);
+      });
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 7}));
+  sched.run();
+  REQUIRE(stats(*bus, "billing").pending_redelivery == 1);
+
+  flaky->refusals_left = 1;
+  sched.advance_time(1min);
+  sched.run();
+  CHECK(flaky->refused == 1);
+  CHECK(stats(*bus, "billing").pending_redelivery == 1); // still held
+
+  sched.advance_time(1s);
+  sched.run();
+  REQUIRE(handled.size() == 1);
+  CHECK(handled[0] == order_placed{"o-1", 7});
+  auto s = stats(*bus, "billing");
+  CHECK(s.handled == 1);
+  CHECK(s.skipped == 0);
+  CHECK(s.pending_redelivery == 0);
 }

@@ -26,7 +26,12 @@ TEST_CASE_METHOD(caf_fixture, "stopping waits for a message in flight to finish"
   bus->request_stop();
   sched.run();
   CHECK_FALSE(bus->stopped());
-  REQUIRE(bus->send("billing", order_placed{"o-2", 1})); // arrives after the stop: stays queued
+  // Sent by another process after the stop: it stays queued.
+  bus::envelope late;
+  late.message_id = "o-2";
+  late.message_type = "order_placed";
+  late.body = *bus->registry().make_body(order_placed{"o-2", 1});
+  REQUIRE(transport->send("billing", std::move(late)));
   sched.run();
   CHECK(counts->received == 1);
 

@@ -7,7 +7,8 @@
 //
 // A handler runs on a consumer actor, one message at a time per consumer;
 // the same handler object serves every slot, so a handler with mutable
-// state must synchronise it itself.
+// state must synchronise it itself. By default each slot has a thread of
+// its own, so a handler may block (see handler_threads).
 #pragma once
 
 #include <cstddef>
@@ -81,9 +82,24 @@ struct is_shared_ptr<std::shared_ptr<P>> : std::true_type {};
 
 } // namespace detail
 
+// Which threads run an endpoint's handlers.
+enum class handler_threads {
+  // Each slot's consumer actor has a thread of its own (a detached actor):
+  // n slots are n handlers at once whatever CAF's thread count, and a
+  // handler that blocks (a database client, an HTTP call) holds only its
+  // own thread, never a worker that other actors need. The default.
+  dedicated,
+  // Handlers run inline on CAF's shared cooperative workers: fewer threads
+  // and a cheaper hand-off per message, but at most as many handlers run at
+  // once as CAF has workers, and a handler that blocks stalls every actor
+  // of the process. Only for handlers that never block.
+  caf_workers,
+};
+
 struct endpoint_definition {
   std::string name;          // also the name of its input queue
   std::size_t slots = 1;     // concurrency: handler executions at once
+  handler_threads threads = handler_threads::dedicated;
   std::string error_queue;   // default: <name>_error
   std::string skipped_queue; // default: <name>_skipped
   bool discard_skipped = false;
@@ -123,6 +139,14 @@ public:
     def_.slots = n;
     return *this;
   }
+  // Which threads run the handlers: a thread per slot (the default, for
+  // handlers that may block) or CAF's workers (for handlers that never do).
+  // On CAF's test coordinator (the test harness) handlers always run inline,
+  // so that virtual time stays deterministic.
+  endpoint_builder& handler_threads(bus::handler_threads threads) {
+    def_.threads = threads;
+    return *this;
+  }
   endpoint_builder& error_queue(std::string queue) {
     def_.error_queue = std::move(queue);
     return *this;
@@ -136,6 +160,11 @@ public:
     def_.discard_skipped = on;
     return *this;
   }
+  // How long a stop waits for handlers in flight before it gives their
+  // messages back to the transport. A stop still returns only once every
+  // handler has returned; what a handler does after its message was given
+  // back (its sends, its outcome) is dropped. Handlers can see a stop
+  // coming with handler_context::stop_requested().
   endpoint_builder& drain_timeout(duration d) {
     def_.drain_timeout = d;
     return *this;

@@ -7,6 +7,7 @@
 // not to be kept after the handler returns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -28,8 +29,10 @@ struct outgoing_message {
 
 class handler_context {
 public:
+  // `stopping`, if given, is the endpoint's stop flag (see stop_requested).
   handler_context(const envelope& message, const message_registry& registry,
-                  std::string endpoint, time_point now, int attempt);
+                  std::string endpoint, time_point now, int attempt,
+                  const std::atomic<bool>* stopping = nullptr);
 
   [[nodiscard]] const envelope& message() const noexcept { return *message_; }
   [[nodiscard]] const std::string& message_id() const noexcept { return message_->message_id; }
@@ -41,6 +44,13 @@ public:
   // When this attempt started, by the bus's clock: virtual time on CAF's
   // test coordinator, so a handler that reasons about time is testable.
   [[nodiscard]] time_point now() const noexcept { return now_; }
+  // Whether the endpoint was asked to stop while this handler runs. A
+  // long-running handler may check it and give up early: its message goes
+  // back to its queue once the drain timeout passes, and whatever the
+  // handler does after that has no effect.
+  [[nodiscard]] bool stop_requested() const noexcept {
+    return stopping_ != nullptr && stopping_->load(std::memory_order_relaxed);
+  }
 
   // Buffers `msg` for `queue`. Fails only if T is not a registered message.
   template <class T>
@@ -86,6 +96,7 @@ private:
   std::string endpoint_;
   time_point now_;
   int attempt_;
+  const std::atomic<bool>* stopping_;
   std::vector<outgoing_message> outbox_;
   std::exception_ptr verdict_;
 };

@@ -101,6 +101,14 @@ public:
   }
   virtual void async_publish(envelope msg, completion done) { done(publish(std::move(msg))); }
 
+  // async_send for a message the caller shares and keeps: it stays whole
+  // whatever the outcome, so a refused one can be offered again (the
+  // scheduler returning a redelivery). This default copies it into
+  // async_send; a transport that keeps envelopes shared takes it as it is.
+  virtual void async_send_shared(const std::string& queue, envelope_ptr msg, completion done) {
+    async_send(queue, envelope(*msg), std::move(done));
+  }
+
   // Settles a delivery: done with it for good, or back on its queue
   // (redelivered = true) if `requeue`, else dropped.
   virtual result<void> ack(std::uint64_t tag) = 0;

@@ -66,13 +66,22 @@ void in_memory_transport::cancel(const std::string& queue) {
 }
 
 result<void> in_memory_transport::send(const std::string& queue, envelope msg) {
+  return send_shared(queue, std::make_shared<const envelope>(std::move(msg)));
+}
+
+void in_memory_transport::async_send_shared(const std::string& queue, envelope_ptr msg,
+                                            completion done) {
+  done(send_shared(queue, std::move(msg)));
+}
+
+result<void> in_memory_transport::send_shared(const std::string& queue, envelope_ptr msg) {
   std::vector<pending_call> batch;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     auto it = queues_.find(queue);
     if (it == queues_.end())
       return no_such_queue(queue);
-    enqueue(it->first, it->second, std::make_shared<const envelope>(std::move(msg)), batch);
+    enqueue(it->first, it->second, std::move(msg), batch);
   }
   deliver(batch);
   return {};

@@ -32,6 +32,9 @@ public:
                        delivery_handler on_delivery) override;
   void cancel(const std::string& queue) override;
   result<void> send(const std::string& queue, envelope msg) override;
+  // Never waits, so the result is known before it returns; a shared
+  // message is queued as it is, without a copy.
+  void async_send_shared(const std::string& queue, envelope_ptr msg, completion done) override;
   result<void> publish(envelope msg) override;
   result<void> ack(std::uint64_t tag) override;
   result<void> reject(std::uint64_t tag, bool requeue) override;
@@ -46,6 +49,8 @@ public:
   [[nodiscard]] bool has_queue(const std::string& queue) const;
 
 private:
+  result<void> send_shared(const std::string& queue, envelope_ptr msg);
+
   struct waiting {
     envelope_ptr message;
     bool redelivered = false;

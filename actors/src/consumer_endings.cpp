@@ -1,0 +1,441 @@
+#include "consumer_endings.hpp"
+
+#include <algorithm>
+
+#include <caf/all.hpp>
+
+#include "bus/header_names.hpp"
+#include "dead_letter_file.hpp"
+#include "delivery_history.hpp"
+#include "delivery_steps.hpp"
+#include "scheduler_actor.hpp"
+
+namespace bus::detail {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+current_delivery& current(consumer* self) { return *self->state.current; }
+const endpoint_runtime& runtime(consumer* self) { return *self->state.rt; }
+
+// A completion of the transport becomes a message to this consumer, tagged
+// with its delivery, so that a late one for a delivery it no longer works
+// on is recognised and ignored.
+completion to_self(consumer* self, ending_step step) {
+  return [me = caf::actor_cast<caf::actor>(self), tag = current(self).item.tag,
+          step](result<void> sent) { caf::anon_send(me, sent_atom::value, tag, step, std::move(sent)); };
+}
+
+// Whether a refusal is for now only: the transport could not reach its
+// broker, or not in time. Anything else will not go away by waiting.
+bool for_now(const bus::error& err) { return err.code == errc::transport_failure; }
+
+// What each waiting step is called in log lines.
+std::string waiting_for_what(consumer* self, ending_step step) {
+  const auto& cur = current(self);
+  switch (step) {
+    case ending_step::redelivery: return "over for its redelivery";
+    case ending_step::error_queue:
+    case ending_step::minimal_error_queue: return "to the error queue '" + cur.fault_queue + "'";
+    case ending_step::skipped_queue:
+      return "to the skipped queue '" + runtime(self).definition().skipped_queue + "'";
+    case ending_step::outbox: break;
+  }
+  return "on";
+}
+
+// A refusal for now: keep the message and the slot, and try `step` again
+// after 1 s, doubling to 30 s: an outage costs time, never the message,
+// and never a second ending (its delivery cannot be acknowledged while
+// the broker is out of reach either, and would come back). During a stop
+// the message goes back to its queue instead.
+void hold_and_retry(consumer* self, ending_step step, const std::string& why) {
+  auto& cur = current(self);
+  const auto& rt = runtime(self);
+  auto& log = step == ending_step::redelivery ? *rt.log().delayed_retry
+              : step == ending_step::skipped_queue ? *rt.log().skipped
+                                                   : *rt.log().move_to_error;
+  auto verb = step == ending_step::redelivery ? "hand" : "move";
+  if (rt.status().stop_requested.load()) {
+    log.warn("cannot {} message {} {} ({}) while endpoint '{}' stops; returning it to '{}'", verb,
+             cur.item.message->message_id, waiting_for_what(self, step), why, rt.name(),
+             cur.item.queue);
+    settle_and_report(self, outcome::requeue);
+    return;
+  }
+  auto pause = std::min<duration>(1s * (1 << std::min(cur.refusals, 5)), 30s);
+  ++cur.refusals;
+  cur.waiting_for = step;
+  cur.claim->release(); // a stop may take it back while it waits
+  log.warn("cannot {} message {} {} ({}); keeping it and trying again in {}", verb,
+           cur.item.message->message_id, waiting_for_what(self, step), why, to_hms(pause));
+  self->delayed_send(self, pause, again_atom::value, cur.item.tag);
+}
+
+// Tells the observer how a message ended after a failure.
+void emit_end(consumer* self, event_kind kind, const fault_details& fault) {
+  const auto& cur = current(self);
+  runtime(self).emit(kind, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.exception_type = fault.exception.type;
+    e.detail = fault.reason;
+  });
+}
+
+// fault<T>, once, as the message ends in fault. Its own refusal is logged:
+// the message itself is safe already.
+void raise_fault(consumer* self, const fault_details& fault) {
+  const auto& cur = current(self);
+  auto event = fault_event(runtime(self), *cur.item.message, cur.body, fault);
+  if (!event)
+    return;
+  auto rt = self->state.rt;
+  auto done = [rt, id = cur.item.message->message_id,
+               type = cur.body.type()->fault_type_name](result<void> raised) {
+    if (!raised)
+      rt->log().move_to_error->error("cannot raise {} for message {}: {}", type, id,
+                                     to_string(raised.error()));
+  };
+  auto& transport = runtime(self).transport();
+  if (event->queue.empty())
+    transport.async_publish(std::move(event->message), std::move(done));
+  else
+    transport.async_send(event->queue, std::move(event->message), std::move(done));
+}
+
+// The message is on the error queue (or in the file): it ended in fault.
+void dead_lettered(consumer* self) {
+  auto fault = std::move(*current(self).fault);
+  raise_fault(self, fault);
+  emit_end(self, event_kind::dead_lettered, fault);
+  settle_and_report(self, outcome::dead_lettered);
+}
+
+// How long a failed message that could be kept nowhere waits before the
+// error queue is tried again.
+constexpr duration park_delay = std::chrono::seconds(30);
+
+// Holds back a message whose fate is decided but that no error queue or
+// file would take, marked (with this endpoint's name) so that it goes
+// straight to the error queue when it comes back. Only if the scheduler
+// refuses too does it go back to the transport.
+void park_for_later(consumer* self) {
+  const auto& rt = runtime(self);
+  const auto& cur = current(self);
+  auto copy = std::make_shared<envelope>(error_queue_copy(rt, *cur.item.message, *cur.fault));
+  copy->headers.set(header::fault_pending, rt.name());
+  rt.log().move_to_error->critical("holding message {} for {} before trying its error queue again",
+                                   cur.item.message->message_id, to_hms(park_delay));
+  auto tag = cur.item.tag;
+  auto still_current = [=] { return self->state.current && self->state.current->item.tag == tag; };
+  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy),
+                park_delay, announcement{})
+    .then(
+      [=](ok_atom) {
+        if (still_current())
+          settle_and_report(self, outcome::scheduled);
+      },
+      [=](caf::error&) {
+        if (still_current())
+          settle_and_report(self, outcome::requeue);
+      });
+}
+
+void send_to_error_queue(consumer* self) {
+  const auto& cur = current(self);
+  const auto& rt = runtime(self);
+  rt.transport().async_send(cur.fault_queue, error_queue_copy(rt, *cur.item.message, *cur.fault),
+                            to_self(self, ending_step::error_queue));
+}
+
+void on_error_queue(consumer* self, const result<void>& sent) {
+  auto& cur = current(self);
+  const auto& rt = runtime(self);
+  const auto& msg = *cur.item.message;
+  const auto& fault = *cur.fault;
+  if (sent) {
+    rt.log().move_to_error->error(
+      "moving message {} to the error queue '{}' because of an exception {}: {} ({})",
+      msg.message_id, cur.fault_queue, fault.exception.type, fault.exception.message,
+      fault.reason);
+    dead_lettered(self);
+    return;
+  }
+  if (for_now(sent.error())) {
+    hold_and_retry(self, ending_step::error_queue, to_string(sent.error()));
+    return;
+  }
+  // Refused for good as it is: the smallest fault headers that still say
+  // what happened.
+  rt.log().move_to_error->error(
+    "the error queue '{}' refused message {} ({}); trying again with minimal fault headers",
+    cur.fault_queue, msg.message_id, to_string(sent.error()));
+  rt.transport().async_send(cur.fault_queue, minimal_error_queue_copy(msg, fault),
+                            to_self(self, ending_step::minimal_error_queue));
+}
+
+void on_minimal_error_queue(consumer* self, const result<void>& sent) {
+  auto& cur = current(self);
+  const auto& rt = runtime(self);
+  const auto& msg = *cur.item.message;
+  if (sent) {
+    rt.log().move_to_error->error("moved message {} to the error queue '{}' with minimal fault "
+                                  "headers: {}",
+                                  msg.message_id, cur.fault_queue, cur.fault->reason);
+    dead_lettered(self);
+    return;
+  }
+  if (for_now(sent.error())) {
+    hold_and_retry(self, ending_step::error_queue, to_string(sent.error()));
+    return;
+  }
+  // Refused for good twice: a local file, so the message is kept somewhere.
+  auto file = append_dead_letter(rt.config().dead_letter_directory, rt.name(), msg, *cur.fault);
+  if (file) {
+    rt.log().move_to_error->error("the error queue '{}' refused message {} again ({}); wrote it to "
+                                  "the dead-letter file '{}'",
+                                  cur.fault_queue, msg.message_id, to_string(sent.error()), *file);
+    dead_lettered(self);
+    return;
+  }
+  // Nowhere to keep it: hold it back rather than let it return at once
+  // and fail again in a hot loop.
+  rt.log().move_to_error->critical("cannot keep failed message {} anywhere (error queue: {}; file: "
+                                   "{})",
+                                   msg.message_id, to_string(sent.error()),
+                                   to_string(file.error()));
+  park_for_later(self);
+}
+
+void on_skipped_queue(consumer* self, const result<void>& sent) {
+  const auto& rt = runtime(self);
+  const auto& msg = *current(self).item.message;
+  if (!sent) {
+    hold_and_retry(self, ending_step::skipped_queue, to_string(sent.error()));
+    return;
+  }
+  rt.log().skipped->warn("moved message {} of type '{}' to '{}': endpoint '{}' has no handler for it",
+                         msg.message_id, msg.message_type, rt.definition().skipped_queue,
+                         rt.name());
+  rt.emit(event_kind::skipped, msg);
+  settle_and_report(self, outcome::skipped);
+}
+
+void on_outbox(consumer* self, result<void> sent) {
+  auto& cur = current(self);
+  if (!sent && !cur.outbox_error)
+    cur.outbox_error = sent.error();
+  if (--cur.outbox_left > 0)
+    return;
+  if (!cur.outbox_error) {
+    succeed(self);
+    return;
+  }
+  // The handler's messages could not all be sent: the attempt failed.
+  auto why = to_string(*cur.outbox_error);
+  cur.outbox_error.reset();
+  cur.claim->release();
+  on_failure(self, std::make_exception_ptr(std::runtime_error(why)));
+}
+
+// Whether the scheduler refused for now only (the transport could not
+// reach the broker), or is gone (the endpoint starts a new one).
+bool scheduler_refused_for_now(const caf::error& err) {
+  if (err == caf::sec::request_receiver_down)
+    return true;
+  return err && err.category() == scheduler_refusal
+         && err.code() == refusal_code(errc::transport_failure);
+}
+
+std::string refusal_text(consumer* self, const caf::error& err) {
+  const auto& context = err.context();
+  if (context.size() == 1 && context.match_element<std::string>(0))
+    return context.get_as<std::string>(0);
+  return self->system().render(err);
+}
+
+} // namespace
+
+bool claim_ending(consumer* self) {
+  auto& cur = current(self);
+  if (cur.claim->claim())
+    return true;
+  const auto& rt = runtime(self);
+  rt.log().endpoint->info("message {} was given back to '{}' by the stop of endpoint '{}' before "
+                          "its attempt ended; its outcome is dropped",
+                          cur.item.message->message_id, cur.item.queue, rt.name());
+  self->state.current.reset();
+  return false;
+}
+
+void settle_and_report(consumer* self, outcome result) {
+  auto tag = current(self).item.tag;
+  settle(runtime(self), current(self).item, result);
+  self->state.current.reset();
+  self->send(self->state.endpoint, done_atom::value, tag, result);
+}
+
+void retry_now(consumer* self, const immediate_retry& a) {
+  const auto& rt = runtime(self);
+  auto& cur = current(self);
+  const auto& what = cur.last_what;
+  rt.counters().immediate_retries.fetch_add(1, std::memory_order_relaxed);
+  rt.emit(event_kind::immediate_retry, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.delay = a.delay;
+    e.exception_type = what.type;
+    e.detail = what.message;
+  });
+  rt.log().immediate_retry->info(
+    "immediate retry of message {} after {} because of an exception {}: {} (attempt {} failed)",
+    cur.item.message->message_id, to_hms(a.delay), what.type, what.message, cur.attempt);
+  self->delayed_send(self, a.delay, retry_atom::value, cur.item.tag);
+}
+
+void redeliver_later(consumer* self, const delayed_retry& a) {
+  if (!claim_ending(self))
+    return;
+  const auto& rt = runtime(self);
+  auto& cur = current(self);
+  const auto& msg = *cur.item.message;
+  const auto& what = cur.last_what;
+  // The copy carries the history that the policy's limits need.
+  auto history = read_history(rt, msg);
+  auto copy = std::make_shared<envelope>(msg);
+  copy->delivery_count += 1;
+  copy->headers.set(header::first_failure_at, std::to_string(to_unix_ms(history.first_failure)));
+  copy->headers.set(header::failed_attempts, std::to_string(history.failed_attempts + cur.attempt));
+  rt.log().delayed_retry->warn(
+    "delayed retry {} will reschedule message {} after a delay of {} because of an exception {}: {}",
+    copy->delivery_count, msg.message_id, to_hms(a.delay), what.type, what.message);
+  // The scheduler raises the event as it accepts the copy: raised here on
+  // its answer, it could come after the copy was already back and done.
+  auto notice = rt.prepare(event_kind::redelivery_scheduled, msg, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.delay = a.delay;
+    e.exception_type = what.type;
+    e.detail = "redelivery " + std::to_string(copy->delivery_count);
+  });
+  auto tag = cur.item.tag;
+  cur.redelivery = a;
+  auto still_current = [=] { return self->state.current && self->state.current->item.tag == tag; };
+  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay,
+                announcement(std::move(notice)))
+    .then(
+      [=](ok_atom) {
+        if (still_current())
+          settle_and_report(self, outcome::scheduled);
+      },
+      [=](caf::error& err) {
+        if (!still_current())
+          return;
+        if (scheduler_refused_for_now(err)) {
+          hold_and_retry(self, ending_step::redelivery, refusal_text(self, err));
+          return;
+        }
+        fail_for_good(self, move_to_error{"the scheduler refused the redelivery: "
+                                            + refusal_text(self, err),
+                                          {}});
+      });
+}
+
+void fail_for_good(consumer* self, const move_to_error& a) {
+  const auto& cur = current(self);
+  end_in_fault(self,
+               make_fault(runtime(self), cur.item, cur.last_what, a.reason, cur.attempt - 1),
+               a.queue);
+}
+
+void end_in_fault(consumer* self, fault_details fault, std::string queue) {
+  if (!claim_ending(self))
+    return;
+  const auto& rt = runtime(self);
+  auto& cur = current(self);
+  if (rt.definition().discard_faulted) {
+    rt.log().discard->warn("discarding message {} that failed for good ({}): {}: {}",
+                           cur.item.message->message_id, fault.reason, fault.exception.type,
+                           fault.exception.message);
+    raise_fault(self, fault);
+    emit_end(self, event_kind::discarded, fault);
+    settle_and_report(self, outcome::discarded);
+    return;
+  }
+  cur.fault = std::move(fault);
+  cur.fault_queue = queue.empty() ? rt.definition().error_queue : std::move(queue);
+  send_to_error_queue(self);
+}
+
+void drop(consumer* self, const discard& a) {
+  if (!claim_ending(self))
+    return;
+  const auto& rt = runtime(self);
+  const auto& cur = current(self);
+  const auto& what = cur.last_what;
+  rt.log().discard->info("discarding message {} because of an exception {}: {} ({})",
+                         cur.item.message->message_id, what.type, what.message, a.reason);
+  rt.emit(event_kind::discarded, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.exception_type = what.type;
+    e.detail = a.reason;
+  });
+  settle_and_report(self, outcome::discarded);
+}
+
+void skip_message(consumer* self) {
+  if (!claim_ending(self))
+    return;
+  const auto& rt = runtime(self);
+  const auto& msg = *current(self).item.message;
+  if (rt.definition().discard_skipped) {
+    rt.log().skipped->info("discarding message {} of type '{}': endpoint '{}' has no handler for it",
+                           msg.message_id, msg.message_type, rt.name());
+    rt.emit(event_kind::skipped, msg);
+    settle_and_report(self, outcome::skipped);
+    return;
+  }
+  rt.transport().async_send(rt.definition().skipped_queue, skipped_copy(rt, msg),
+                            to_self(self, ending_step::skipped_queue));
+}
+
+void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
+  auto& cur = current(self);
+  if (outbox.empty()) {
+    succeed(self);
+    return;
+  }
+  cur.outbox_left = outbox.size();
+  auto& transport = runtime(self).transport();
+  for (auto& out : outbox) {
+    if (out.queue.empty())
+      transport.async_publish(std::move(out.message), to_self(self, ending_step::outbox));
+    else
+      transport.async_send(out.queue, std::move(out.message), to_self(self, ending_step::outbox));
+  }
+}
+
+void on_sent(consumer* self, ending_step step, result<void> sent) {
+  switch (step) {
+    case ending_step::outbox: on_outbox(self, std::move(sent)); return;
+    case ending_step::error_queue: on_error_queue(self, sent); return;
+    case ending_step::minimal_error_queue: on_minimal_error_queue(self, sent); return;
+    case ending_step::skipped_queue: on_skipped_queue(self, sent); return;
+    case ending_step::redelivery: return; // answered by the scheduler, not the transport
+  }
+}
+
+void try_again(consumer* self) {
+  auto& cur = current(self);
+  switch (cur.waiting_for) {
+    case ending_step::redelivery: redeliver_later(self, *cur.redelivery); return;
+    case ending_step::error_queue:
+    case ending_step::minimal_error_queue:
+      if (claim_ending(self))
+        send_to_error_queue(self);
+      return;
+    case ending_step::skipped_queue: skip_message(self); return;
+    case ending_step::outbox: return; // never waited for with backoff
+  }
+}
+
+} // namespace bus::detail
