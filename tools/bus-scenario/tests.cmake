@@ -119,13 +119,21 @@ if(NOT TARGET bus::rabbitmq)
     EXPECTED "not built with RabbitMQ")
 else()
   # On the test suite's throwaway broker (the "rabbitmq" fixture): the URL
-  # is read from its broker.env when the test runs.
+  # comes from its broker.env, sourced when the test runs.
   set(_scenario_broker_env "${CMAKE_BINARY_DIR}/tests/transports/rabbitmq-broker/broker.env")
   add_test(NAME "scenario: a scenario on RabbitMQ ends as it does on virtual time"
-    COMMAND bash -c "url=$(sed -n 's/^BUS_RABBITMQ_URL=//p' \"$0\" | tr -d \"'\\\"\"); exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$url\" -P \"${_scenario_tests}/check_scenario.cmake\""
+    COMMAND bash -c "set -eu; source \"$0\"; exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$BUS_RABBITMQ_URL\" -P \"${_scenario_tests}/check_scenario.cmake\""
             ${_scenario_broker_env} ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
             -DSCENARIO=${_scenario_samples}/consumer_death.json
             -DEXPECTED=${_scenario_samples}/consumer_death.expected.json)
   set_tests_properties("scenario: a scenario on RabbitMQ ends as it does on virtual time"
     PROPERTIES FIXTURES_REQUIRED rabbitmq)
 endif()
+
+# The broker.env that the RabbitMQ test above sources, as
+# scripts/rabbitmq-test-broker.sh writes it: sourced in bash, every value
+# comes back exactly, for a plain folder and for one with spaces and quotes
+# in its name. No broker needed.
+add_test(NAME "broker.env: the test broker's file sources in bash and its values round-trip"
+  COMMAND bash ${_scenario_tests}/broker_env_test.sh ${PROJECT_SOURCE_DIR}/scripts/rabbitmq-test-broker.sh
+          ${CMAKE_CURRENT_BINARY_DIR}/broker-env-test)
