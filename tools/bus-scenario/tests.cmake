@@ -6,13 +6,16 @@
 set(_scenario_samples ${PROJECT_SOURCE_DIR}/samples/scenarios)
 set(_scenario_tests ${CMAKE_CURRENT_LIST_DIR}/tests)
 
-# bus_scenario_test(<sentence> <sample> [EVENTS] [ARGS ...] [REPEAT])
+# bus_scenario_test(<sentence> <sample> [EVENTS] [LINES <file in tests/>] [ARGS ...] [REPEAT])
 function(bus_scenario_test sentence sample)
-  cmake_parse_arguments(arg "EVENTS;REPEAT" "" "ARGS" ${ARGN})
+  cmake_parse_arguments(arg "EVENTS;REPEAT" "LINES" "ARGS" ${ARGN})
   set(defines -DPROGRAM=$<TARGET_FILE:bus-scenario> -DSCENARIO=${_scenario_samples}/${sample}.json
               -DEXPECTED=${_scenario_samples}/${sample}.expected.json)
   if(arg_EVENTS)
     list(APPEND defines -DEXPECTED_EVENTS=${_scenario_samples}/${sample}.expected-events.jsonl)
+  endif()
+  if(arg_LINES)
+    list(APPEND defines -DEXPECTED_LINES=${_scenario_tests}/${arg_LINES})
   endif()
   if(arg_REPEAT)
     list(APPEND defines -DREPEAT=ON)
@@ -58,6 +61,8 @@ bus_scenario_test("a consumer's death is a failed attempt, and one that always k
                   consumer_death)
 bus_scenario_test("skipped, discarded and faulted messages each end in their place"
                   error_and_skipped_queues)
+bus_scenario_test("a skipped event says why, as the skipped copy's bus-skipped-reason header does"
+                  error_and_skipped_queues LINES skipped_reason.lines.jsonl)
 
 # -- how it runs ---------------------------------------------------------------
 

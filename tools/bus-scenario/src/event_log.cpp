@@ -57,8 +57,15 @@ nlohmann::ordered_json event_log::line_of(const bus_event& e) const {
     j["delay_ms"] = e.delay.count();
   if (!e.exception_type.empty())
     j["exception"] = scenario_name_of(e.exception_type);
-  if (has_reason(e.kind) && !e.detail.empty())
-    j["reason"] = e.detail;
+  if (has_reason(e.kind)) {
+    // The bus's skipped event carries no detail; the header of the copy on
+    // the skipped queue says why.
+    auto reason = e.detail.empty() && e.kind == event_kind::skipped
+                    ? names_->skip_reason(e.message_id).value_or("")
+                    : e.detail;
+    if (!reason.empty())
+      j["reason"] = std::move(reason);
+  }
   return j;
 }
 

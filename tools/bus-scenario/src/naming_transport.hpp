@@ -2,7 +2,11 @@
 // as the scenario does. This transport decorator learns which id stands for
 // which name as messages go out: send_message() puts the scenario's name in
 // a header, and the bus hands the envelope, id and all, to the transport
-// before any endpoint can see it. Everything else is passed through.
+// before any endpoint can see it. It also keeps what the bus writes only in
+// headers and the output wants: why a message was skipped (the
+// bus-skipped-reason header of the copy sent to a skipped queue, which the
+// bus sends before it reports the skipped event). Everything else is passed
+// through.
 #pragma once
 
 #include <map>
@@ -17,15 +21,21 @@ namespace bus::scenario {
 // The header that carries a message's scenario name.
 inline constexpr std::string_view scenario_name_header = "scenario-message";
 
-// Bus message id -> scenario name. Thread-safe.
+// Bus message id -> scenario name, and -> why it was skipped. Thread-safe.
 class message_names {
 public:
   void remember(const std::string& message_id, std::string name);
   [[nodiscard]] std::optional<std::string> find(const std::string& message_id) const;
 
+  void remember_skip_reason(const std::string& message_id, std::string reason);
+  // The bus-skipped-reason of the message's copy on a skipped queue, if one
+  // went there.
+  [[nodiscard]] std::optional<std::string> skip_reason(const std::string& message_id) const;
+
 private:
   mutable std::mutex mutex_;
   std::map<std::string, std::string> names_;
+  std::map<std::string, std::string> skip_reasons_;
 };
 
 class naming_transport final : public transport {
