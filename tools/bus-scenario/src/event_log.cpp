@@ -87,6 +87,37 @@ void event_log::record(const bus_event& e) noexcept {
   }
 }
 
+nlohmann::ordered_json event_log::line_of(const raised_fault& f) const {
+  nlohmann::ordered_json j;
+  j["time_ms"] = clock_().count();
+  j["endpoint"] = f.endpoint;
+  j["message"] = f.message;
+  j["event"] = "fault_raised";
+  j["delivery"] = f.delivery_count;
+  j["fault"] = f.fault_type;
+  j["exception"] = f.exception_type;
+  j["reason"] = f.reason;
+  return j;
+}
+
+void event_log::record_fault(const raised_fault& f) noexcept {
+  try {
+    auto line = line_of(f).dump();
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (closed_)
+      return;
+    *out_ << line << '\n';
+    faults_.push_back(f);
+  } catch (...) {
+    // As record(): never into the bus.
+  }
+}
+
+std::vector<raised_fault> event_log::faults() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return faults_;
+}
+
 void event_log::close() {
   std::lock_guard<std::mutex> guard(mutex_);
   closed_ = true;
