@@ -162,13 +162,18 @@ else()
   # On the test suite's throwaway broker (the "rabbitmq" fixture): the URL
   # comes from its broker.env, sourced when the test runs.
   set(_scenario_broker_env "${CMAKE_BINARY_DIR}/tests/transports/rabbitmq-broker/broker.env")
-  add_test(NAME "scenario: a scenario on RabbitMQ ends as it does on virtual time"
-    COMMAND bash -c "set -eu; source \"$0\"; exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$BUS_RABBITMQ_URL\" -P \"${_scenario_tests}/check_scenario.cmake\""
-            ${_scenario_broker_env} ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
-            -DSCENARIO=${_scenario_samples}/consumer_death.json
-            -DEXPECTED=${_scenario_samples}/consumer_death.expected.json)
-  set_tests_properties("scenario: a scenario on RabbitMQ ends as it does on virtual time"
-    PROPERTIES FIXTURES_REQUIRED rabbitmq)
+  function(bus_scenario_on_rabbitmq sentence sample)
+    add_test(NAME "scenario: ${sentence}"
+      COMMAND bash -c "set -eu; source \"$0\"; exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$BUS_RABBITMQ_URL\" -P \"${_scenario_tests}/check_scenario.cmake\""
+              ${_scenario_broker_env} ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
+              -DSCENARIO=${_scenario_samples}/${sample}.json
+              -DEXPECTED=${_scenario_samples}/${sample}.expected.json)
+    set_tests_properties("scenario: ${sentence}" PROPERTIES FIXTURES_REQUIRED rabbitmq)
+  endfunction()
+  bus_scenario_on_rabbitmq("a scenario on RabbitMQ ends as it does on virtual time" consumer_death)
+  # A broker delivers bodies as text: the path a malformed body really takes.
+  bus_scenario_on_rabbitmq("malformed bodies on RabbitMQ end as they do on virtual time"
+                           malformed_body)
 endif()
 
 # The broker.env that the RabbitMQ test above sources, as
