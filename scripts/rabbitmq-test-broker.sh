@@ -15,16 +15,22 @@
 #                                           would; returns once it takes AMQP connections
 #   rabbitmq-test-broker.sh ctl DIR ARGS..  rabbitmqctl against that node
 #   rabbitmq-test-broker.sh certs DIR       only generate the TLS files (see below)
+#   rabbitmq-test-broker.sh env DIR         only (re)write DIR/broker.env, DIR/ctl and
+#                                           DIR/restart for the node DIR/node.env
+#                                           describes (start does it; for tests of the file)
 #
-# DIR/broker.env (KEY=VALUE lines, read by the tests):
+# DIR/broker.env (KEY=VALUE lines, read by the tests; `source DIR/broker.env`
+# in bash sets them too: a value with anything a shell would read specially,
+# such as a space or a quote, is written in single quotes):
 #   BUS_RABBITMQ_URL        amqp://guest:guest@127.0.0.1:<port>/
 #   BUS_RABBITMQ_CHAOS_URL  the same node, vhost "bus-chaos": tests that close
 #                           connections on purpose use it, so that they never
 #                           disturb tests running at the same time in "/"
 #   BUS_RABBITMQ_TLS_URL    amqps://guest:guest@localhost:<tls port>/?cacertfile=...
 #   BUS_RABBITMQ_WRONG_CA   a CA certificate that did not sign the broker's
-#   BUS_RABBITMQ_CTL        a command line that runs rabbitmqctl on the node
-#   BUS_RABBITMQ_RESTART    a command line that restarts the node (see restart)
+#   BUS_RABBITMQ_CTL        DIR/ctl, a program that runs rabbitmqctl on the node
+#                           with its arguments ("$BUS_RABBITMQ_CTL" list_queues)
+#   BUS_RABBITMQ_RESTART    DIR/restart, a program that restarts the node (see restart)
 #
 # Needs rabbitmq-server and openssl (Debian packages). Works as root (CI) or
 # as any user: /usr/lib/rabbitmq/bin/* runs the node as the calling user.
@@ -183,6 +189,52 @@ restart() {
   say "ready again: amqp://127.0.0.1:$(grep NODE_PORT "${dir}/node.env" | cut -d= -f2)/"
 }
 
+# KEY=VALUE for broker.env. The value is written as it is when bash would
+# take it literally in an assignment (letters, digits and _@%+=:,./?-; no
+# globbing happens in an assignment), so that the tests' line readers see the
+# URLs unchanged; anything else is single-quoted, each ' as '\'', so that
+# sourcing the file gives the value back exactly.
+env_line() {
+  local key=$1 value=$2 quote="'" escaped="'\\''"
+  if [[ "${value}" =~ ^[A-Za-z0-9_@%+=:,./?-]*$ ]]; then
+    printf '%s=%s\n' "${key}" "${value}"
+  else
+    printf "%s='%s'\n" "${key}" "${value//${quote}/${escaped}}"
+  fi
+}
+
+# A program DIR/NAME that runs this script's COMMAND on DIR with its own
+# arguments: one path stands for a whole command line, so broker.env holds
+# no command line that a reader would have to split.
+write_command() {
+  local dir=$1 name=$2 command=$3 script
+  script=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+  {
+    printf '#!/usr/bin/env bash\n'
+    printf '# Written by rabbitmq-test-broker.sh: "%s" for the node in this folder.\n' "${command}"
+    printf 'exec %q %q %q "$@"\n' "${script}" "${command}" "${dir}"
+  } >"${dir}/${name}"
+  chmod +x "${dir}/${name}"
+}
+
+# DIR/broker.env, DIR/ctl and DIR/restart for the node DIR/node.env describes.
+write_env() {
+  local dir=$1
+  # shellcheck disable=SC1091
+  source "${dir}/node.env"
+  write_command "${dir}" ctl ctl
+  write_command "${dir}" restart restart
+  {
+    env_line BUS_RABBITMQ_URL "amqp://guest:guest@127.0.0.1:${NODE_PORT}/"
+    env_line BUS_RABBITMQ_CHAOS_URL "amqp://guest:guest@127.0.0.1:${NODE_PORT}/bus-chaos"
+    env_line BUS_RABBITMQ_TLS_URL \
+      "amqps://guest:guest@localhost:${TLS_PORT}/?cacertfile=${dir}/certs/ca.pem"
+    env_line BUS_RABBITMQ_WRONG_CA "${dir}/certs/other-ca.pem"
+    env_line BUS_RABBITMQ_CTL "${dir}/ctl"
+    env_line BUS_RABBITMQ_RESTART "${dir}/restart"
+  } >"${dir}/broker.env"
+}
+
 start() {
   local dir=$1
   [[ -x "${RABBIT_BIN}/rabbitmq-server" ]] ||
@@ -208,24 +260,15 @@ EOF
     stop_node "${dir}"
     ((attempt < 3)) || die "giving up: no broker, so the RabbitMQ tests cannot run"
   done
+  write_env "${dir}"
   # shellcheck disable=SC1091
   source "${dir}/node.env"
-  local script
-  script=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
-  cat >"${dir}/broker.env" <<EOF
-BUS_RABBITMQ_URL=amqp://guest:guest@127.0.0.1:${NODE_PORT}/
-BUS_RABBITMQ_CHAOS_URL=amqp://guest:guest@127.0.0.1:${NODE_PORT}/bus-chaos
-BUS_RABBITMQ_TLS_URL=amqps://guest:guest@localhost:${TLS_PORT}/?cacertfile=${dir}/certs/ca.pem
-BUS_RABBITMQ_WRONG_CA=${dir}/certs/other-ca.pem
-BUS_RABBITMQ_CTL='${script}' ctl '${dir}'
-BUS_RABBITMQ_RESTART='${script}' restart '${dir}'
-EOF
   say "ready: ${RABBITMQ_NODENAME}, amqp://127.0.0.1:${NODE_PORT}/"
 }
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
@@ -238,5 +281,9 @@ case "${cmd}" in
   restart) restart "${dir}" ;;
   ctl) ctl "${dir}" "$@" ;;
   certs) make_certs "${dir}" ;;
-  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs)" ;;
+  env)
+    [[ -f "${dir}/node.env" ]] || die "no ${dir}/node.env: nothing to describe"
+    write_env "$(cd "${dir}" && pwd)"
+    ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env)" ;;
 esac

@@ -6,13 +6,16 @@
 set(_scenario_samples ${PROJECT_SOURCE_DIR}/samples/scenarios)
 set(_scenario_tests ${CMAKE_CURRENT_LIST_DIR}/tests)
 
-# bus_scenario_test(<sentence> <sample> [EVENTS] [ARGS ...] [REPEAT])
+# bus_scenario_test(<sentence> <sample> [EVENTS] [LINES <file in tests/>] [ARGS ...] [REPEAT])
 function(bus_scenario_test sentence sample)
-  cmake_parse_arguments(arg "EVENTS;REPEAT" "" "ARGS" ${ARGN})
+  cmake_parse_arguments(arg "EVENTS;REPEAT" "LINES" "ARGS" ${ARGN})
   set(defines -DPROGRAM=$<TARGET_FILE:bus-scenario> -DSCENARIO=${_scenario_samples}/${sample}.json
               -DEXPECTED=${_scenario_samples}/${sample}.expected.json)
   if(arg_EVENTS)
     list(APPEND defines -DEXPECTED_EVENTS=${_scenario_samples}/${sample}.expected-events.jsonl)
+  endif()
+  if(arg_LINES)
+    list(APPEND defines -DEXPECTED_LINES=${_scenario_tests}/${arg_LINES})
   endif()
   if(arg_REPEAT)
     list(APPEND defines -DREPEAT=ON)
@@ -58,6 +61,27 @@ bus_scenario_test("a consumer's death is a failed attempt, and one that always k
                   consumer_death)
 bus_scenario_test("skipped, discarded and faulted messages each end in their place"
                   error_and_skipped_queues)
+bus_scenario_test("a skipped event says why, as the skipped copy's bus-skipped-reason header does"
+                  error_and_skipped_queues LINES skipped_reason.lines.jsonl)
+
+# -- what the runner can express ------------------------------------------------
+
+bus_scenario_test("a body that does not decode goes to the error queue at once, without its handler or a fault"
+                  malformed_body)
+bus_scenario_test("an exception not derived from std::exception is matched by any and by its type, not by exception"
+                  foreign_exception)
+bus_scenario_test("a handler that takes time keeps its slot busy, and one slower than its timeout fails"
+                  slow_handlers LINES slow_handlers.lines.jsonl)
+bus_scenario_test("each fault event says what failed, and none is raised for a handled or discarded message"
+                  fault_events)
+bus_scenario_refused("expectations on fault events that do not hold are each reported, with exit code 3"
+  ARGS ${_scenario_tests}/unmet_expectations.json
+  EXIT_CODE 3
+  EXPECTED "expect.faults.declined.exception: expected \"timeout_error\", the fault says \"http_error\""
+           "expect.faults.declined.reason_contains: \"no such words\" is not in the fault's reason"
+           "expect.faults.declined.immediate_retries: expected 3, the fault says 1"
+           "expect.faults.also-declined: expected no fault, but fault<charge_card> was raised"
+           "expect.faults.handled: no fault was raised for \"handled\"")
 
 # -- how it runs ---------------------------------------------------------------
 
@@ -99,6 +123,23 @@ bus_scenario_refused("values of the wrong kind and impossible chains are refused
            "endpoints[0].rate_limit.wait: expected a duration"
            "endpoints[0].policy.rules[0].redeliver.delay: required with count"
            "endpoints[0].policy.rules[0].action: dead_letter and discard are the whole chain")
+bus_scenario_refused("malformed bodies, foreign exceptions and step durations are checked"
+  ARGS ${_scenario_invalid}/new_step_fields.json
+  EXPECTED "bus.policy.rules[0].when: foreign_error does not derive from std::exception"
+           "endpoints[0].handlers[0].script[0].message: foreign_error does not derive from std::exception: it has no message"
+           "endpoints[0].handlers[0].script[1].takes: expected a duration"
+           "send[0].malformed_body: this body decodes as a message"
+           "send[1].script: a message with a malformed body never reaches a handler"
+           "send[2].malformed_body: expected a string")
+bus_scenario_refused("fault expectations, handler timeouts and slow actor scripts are checked"
+  ARGS ${_scenario_invalid}/bad_expectations.json
+  EXPECTED "expect.faults.billed: expected true (a fault is raised), false (none is) or an object"
+           "expect.faults.declined.exceptoin: unknown field (did you mean \"exception\"?)"
+           "expect.faults.declined.endpoint: unknown endpoint \"biling\" (did you mean \"billing\"?)"
+           "expect.faults.declined.immediate_retries: expected a non-negative integer"
+           "expect.faults.declned: unknown message \"declned\" (did you mean \"declined\"?)"
+           "endpoints[0].handlers[0].timeout: only a handler served by an actor"
+           "endpoints[1].handlers[0].script[0].throw: a handler with \"die\" or \"takes\" in a script runs in an actor")
 bus_scenario_refused("a policy the bus refuses is reported in the bus's own words"
   ARGS ${_scenario_invalid}/bus_refuses.json
   EXPECTED "the bus was refused: invalid_configuration"
@@ -119,13 +160,26 @@ if(NOT TARGET bus::rabbitmq)
     EXPECTED "not built with RabbitMQ")
 else()
   # On the test suite's throwaway broker (the "rabbitmq" fixture): the URL
-  # is read from its broker.env when the test runs.
+  # comes from its broker.env, sourced when the test runs.
   set(_scenario_broker_env "${CMAKE_BINARY_DIR}/tests/transports/rabbitmq-broker/broker.env")
-  add_test(NAME "scenario: a scenario on RabbitMQ ends as it does on virtual time"
-    COMMAND bash -c "url=$(sed -n 's/^BUS_RABBITMQ_URL=//p' \"$0\" | tr -d \"'\\\"\"); exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$url\" -P \"${_scenario_tests}/check_scenario.cmake\""
-            ${_scenario_broker_env} ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
-            -DSCENARIO=${_scenario_samples}/consumer_death.json
-            -DEXPECTED=${_scenario_samples}/consumer_death.expected.json)
-  set_tests_properties("scenario: a scenario on RabbitMQ ends as it does on virtual time"
-    PROPERTIES FIXTURES_REQUIRED rabbitmq)
+  function(bus_scenario_on_rabbitmq sentence sample)
+    add_test(NAME "scenario: ${sentence}"
+      COMMAND bash -c "set -eu; source \"$0\"; exec \"$@\" \"-DARGS=--real-time;--transport;rabbitmq;--url;$BUS_RABBITMQ_URL\" -P \"${_scenario_tests}/check_scenario.cmake\""
+              ${_scenario_broker_env} ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
+              -DSCENARIO=${_scenario_samples}/${sample}.json
+              -DEXPECTED=${_scenario_samples}/${sample}.expected.json)
+    set_tests_properties("scenario: ${sentence}" PROPERTIES FIXTURES_REQUIRED rabbitmq)
+  endfunction()
+  bus_scenario_on_rabbitmq("a scenario on RabbitMQ ends as it does on virtual time" consumer_death)
+  # A broker delivers bodies as text: the path a malformed body really takes.
+  bus_scenario_on_rabbitmq("malformed bodies on RabbitMQ end as they do on virtual time"
+                           malformed_body)
 endif()
+
+# The broker.env that the RabbitMQ test above sources, as
+# scripts/rabbitmq-test-broker.sh writes it: sourced in bash, every value
+# comes back exactly, for a plain folder and for one with spaces and quotes
+# in its name. No broker needed.
+add_test(NAME "broker.env: the test broker's file sources in bash and its values round-trip"
+  COMMAND bash ${_scenario_tests}/broker_env_test.sh ${PROJECT_SOURCE_DIR}/scripts/rabbitmq-test-broker.sh
+          ${CMAKE_CURRENT_BINARY_DIR}/broker-env-test)

@@ -25,8 +25,13 @@ auto delay_function(std::string field) {
       }
       throw std::runtime_error("the exception has no duration field \"" + field + "\"");
     };
-  } else {
+  } else if constexpr (std::is_base_of_v<std::exception, E>) {
     return [field](const E& e, int) -> duration { return std::get<duration>(*field_of(e, field)); };
+  } else {
+    // foreign_error has no fields; the parser refuses delay_from on it.
+    return [field](const E&, int) -> duration {
+      throw std::logic_error("the exception has no field \"" + field + "\"");
+    };
   }
 }
 
@@ -115,10 +120,14 @@ void add_rule(policy_builder& p, const rule_spec& spec) {
   }
   with_exception_type(spec.on, [&](auto tag) {
     using E = typename decltype(tag)::type;
-    if (spec.when)
-      build_chain(p.on<E>([when = *spec.when](const E& e) { return holds(when, e); }), spec);
-    else
-      build_chain(p.on<E>(), spec);
+    if constexpr (std::is_base_of_v<std::exception, E>) {
+      if (spec.when) {
+        build_chain(p.on<E>([when = *spec.when](const E& e) { return holds(when, e); }), spec);
+        return;
+      }
+    }
+    // A condition on foreign_error, which has no fields, is refused by the parser.
+    build_chain(p.on<E>(), spec);
   });
 }
 

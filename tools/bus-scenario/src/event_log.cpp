@@ -57,8 +57,15 @@ nlohmann::ordered_json event_log::line_of(const bus_event& e) const {
     j["delay_ms"] = e.delay.count();
   if (!e.exception_type.empty())
     j["exception"] = scenario_name_of(e.exception_type);
-  if (has_reason(e.kind) && !e.detail.empty())
-    j["reason"] = e.detail;
+  if (has_reason(e.kind)) {
+    // The bus's skipped event carries no detail; the header of the copy on
+    // the skipped queue says why.
+    auto reason = e.detail.empty() && e.kind == event_kind::skipped
+                    ? names_->skip_reason(e.message_id).value_or("")
+                    : e.detail;
+    if (!reason.empty())
+      j["reason"] = std::move(reason);
+  }
   return j;
 }
 
@@ -78,6 +85,37 @@ void event_log::record(const bus_event& e) noexcept {
     // An observer must not throw into the bus; a line lost to a full disk
     // is not worth a crash.
   }
+}
+
+nlohmann::ordered_json event_log::line_of(const raised_fault& f) const {
+  nlohmann::ordered_json j;
+  j["time_ms"] = clock_().count();
+  j["endpoint"] = f.endpoint;
+  j["message"] = f.message;
+  j["event"] = "fault_raised";
+  j["delivery"] = f.delivery_count;
+  j["fault"] = f.fault_type;
+  j["exception"] = f.exception_type;
+  j["reason"] = f.reason;
+  return j;
+}
+
+void event_log::record_fault(const raised_fault& f) noexcept {
+  try {
+    auto line = line_of(f).dump();
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (closed_)
+      return;
+    *out_ << line << '\n';
+    faults_.push_back(f);
+  } catch (...) {
+    // As record(): never into the bus.
+  }
+}
+
+std::vector<raised_fault> event_log::faults() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return faults_;
 }
 
 void event_log::close() {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bus/events.hpp"
+#include "fault_log.hpp"
 #include "naming_transport.hpp"
 #include "script_book.hpp"
 
@@ -30,6 +31,10 @@ public:
             std::function<duration()> clock, std::vector<std::string> messages);
 
   void record(const bus_event& e) noexcept;
+  // A fault<T> the bus raised: a "fault_raised" line, kept for faults().
+  // Thread-safe, never throws.
+  void record_fault(const raised_fault& f) noexcept;
+  [[nodiscard]] std::vector<raised_fault> faults() const;
 
   // Whether every message has ended: handled, dead-lettered, discarded or
   // skipped.
@@ -48,6 +53,7 @@ public:
 
   // The JSON line for `e` (without the newline), names resolved.
   [[nodiscard]] nlohmann::ordered_json line_of(const bus_event& e) const;
+  [[nodiscard]] nlohmann::ordered_json line_of(const raised_fault& f) const;
 
 private:
   std::ostream* out_;
@@ -59,6 +65,7 @@ private:
   std::condition_variable changed_;
   std::map<event_kind, std::size_t> counts_;
   std::map<std::string, std::string> outcomes_; // message name -> its ending event
+  std::vector<raised_fault> faults_;
   bool closed_ = false;
 };
 

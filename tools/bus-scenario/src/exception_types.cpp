@@ -22,6 +22,12 @@ std::vector<exception_type_info> make_types() {
   out.push_back({"handler_actor_error", "runtime_error", {}, true,
                  cpp_name_of<bus::handler_actor_error>(),
                  "how the bus reports any failure of a handler served by an actor"});
+  exception_type_info foreign{"foreign_error", "", {}, true, cpp_name_of<foreign_error>(),
+                              "derives from nothing, not even std::exception (what a C "
+                              "library's wrapper or older code throws); \"on\": \"any\" "
+                              "catches it, \"on\": \"exception\" does not"};
+  foreign.std_exception = false;
+  out.push_back(std::move(foreign));
   for (const auto& sample : samples::sample_types()) {
     exception_type_info info{sample.name, sample.base, sample.fields, sample.concrete, {},
                              sample.meaning};
@@ -47,6 +53,8 @@ const exception_type_info* find_exception_type(std::string_view name) {
 }
 
 std::optional<field_kind> field_kind_of(const exception_type_info& type, std::string_view field) {
+  if (!type.std_exception)
+    return std::nullopt;
   if (field == "message")
     return field_kind::text;
   for (const auto& f : type.fields)
@@ -62,6 +70,8 @@ std::exception_ptr make_exception(const exception_type_info& type, const std::st
   if (type.name == "handler_actor_error")
     return std::make_exception_ptr(
       bus::handler_actor_error(message.empty() ? "the handler actor failed" : message));
+  if (type.name == "foreign_error")
+    return std::make_exception_ptr(foreign_error{});
   return samples::make_sample_exception(type.name, message, fields);
 }
 

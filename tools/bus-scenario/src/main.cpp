@@ -37,7 +37,8 @@ constexpr const char* usage =
   "  --help                print this text\n"
   "\n"
   "exit codes: 0 ran, 1 the run failed (did not start, timed out), 2 invalid\n"
-  "arguments, file or bus configuration\n";
+  "arguments, file or bus configuration, 3 it ran and an expectation (\"expect\")\n"
+  "did not hold\n";
 
 void list_exceptions(std::ostream& out) {
   for (const auto& t : exception_types()) {

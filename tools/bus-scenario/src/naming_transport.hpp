@@ -2,36 +2,58 @@
 // as the scenario does. This transport decorator learns which id stands for
 // which name as messages go out: send_message() puts the scenario's name in
 // a header, and the bus hands the envelope, id and all, to the transport
-// before any endpoint can see it. Everything else is passed through.
+// before any endpoint can see it. It also keeps what the bus writes only in
+// headers and the output wants: why a message was skipped (the
+// bus-skipped-reason header of the copy sent to a skipped queue, which the
+// bus sends before it reports the skipped event). Two more things a
+// scenario needs pass here: a message with a malformed body gets it
+// instead of its JSON on its way out (send_message() puts the text in a
+// header), and every fault<T> the bus raises is read and reported (the bus
+// raises it before it reports the message's end). Everything else is passed
+// through.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "bus/transport.hpp"
+#include "fault_log.hpp"
 
 namespace bus::scenario {
 
 // The header that carries a message's scenario name.
 inline constexpr std::string_view scenario_name_header = "scenario-message";
+// The header that carries the malformed body a message is to go out with;
+// the transport swaps it in and removes the header.
+inline constexpr std::string_view scenario_body_header = "scenario-malformed-body";
 
-// Bus message id -> scenario name. Thread-safe.
+// Bus message id -> scenario name, and -> why it was skipped. Thread-safe.
 class message_names {
 public:
   void remember(const std::string& message_id, std::string name);
   [[nodiscard]] std::optional<std::string> find(const std::string& message_id) const;
 
+  void remember_skip_reason(const std::string& message_id, std::string reason);
+  // The bus-skipped-reason of the message's copy on a skipped queue, if one
+  // went there.
+  [[nodiscard]] std::optional<std::string> skip_reason(const std::string& message_id) const;
+
 private:
   mutable std::mutex mutex_;
   std::map<std::string, std::string> names_;
+  std::map<std::string, std::string> skip_reasons_;
 };
 
 class naming_transport final : public transport {
 public:
-  naming_transport(transport_ptr inner, std::shared_ptr<message_names> names)
-      : inner_(std::move(inner)), names_(std::move(names)) {}
+  // `on_fault` is called with each fault<T> going out, on the thread of the
+  // endpoint that raised it; it must be thread-safe and must not throw.
+  naming_transport(transport_ptr inner, std::shared_ptr<message_names> names,
+                   std::function<void(const raised_fault&)> on_fault = {})
+      : inner_(std::move(inner)), names_(std::move(names)), on_fault_(std::move(on_fault)) {}
 
   [[nodiscard]] std::string_view name() const noexcept override { return inner_->name(); }
   [[nodiscard]] transport_capabilities capabilities() const noexcept override {
@@ -66,10 +88,12 @@ public:
   }
 
 private:
-  void learn(const envelope& msg);
+  // Names, skip reasons and faults; swaps in a malformed body.
+  void learn(envelope& msg);
 
   transport_ptr inner_;
   std::shared_ptr<message_names> names_;
+  std::function<void(const raised_fault&)> on_fault_;
 };
 
 } // namespace bus::scenario

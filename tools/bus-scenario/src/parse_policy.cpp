@@ -229,6 +229,10 @@ std::optional<rule_spec> parse_rule(const node& n) {
     if (r.on == "any") {
       when->error("on_any() takes no condition: name an exception type in \"on\"");
       ok = false;
+    } else if (type && !type->std_exception) {
+      when->error(type->name + " does not derive from std::exception: a condition has no "
+                  "fields to read");
+      ok = false;
     } else if (type) {
       r.when = parse_predicate(*when, *type);
       ok = ok && r.when;

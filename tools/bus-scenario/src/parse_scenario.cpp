@@ -1,5 +1,5 @@
 // The top of a scenario file: message types, the bus, endpoints and their
-// handlers, and the messages to send.
+// handlers, the messages to send, and what the faults must say.
 #include <algorithm>
 #include <set>
 
@@ -43,9 +43,9 @@ std::optional<std::size_t> message_slot_of(const node& n, const std::vector<std:
   return static_cast<std::size_t>(it - types.begin());
 }
 
-// A script whose consumer dies is run by an actor, which the bus can only
-// report as failing with handler_actor_error (its consumer's death, as
-// bus::consumer_died).
+// A script whose consumer dies, or whose steps take time, is run by an
+// actor, which the bus can only report as failing with handler_actor_error
+// (its consumer's death, as bus::consumer_died).
 bool check_actor_script(diagnostics& d, const std::string& path, const std::vector<step>& script) {
   bool ok = true;
   for (std::size_t i = 0; i < script.size(); ++i) {
@@ -53,14 +53,14 @@ bool check_actor_script(diagnostics& d, const std::string& path, const std::vect
     auto step_path = join_path(path, i);
     if (s.what == step::kind::raise && s.exception != "handler_actor_error") {
       d.error(join_path(step_path, "throw"),
-              "a handler with \"die\" in a script runs in an actor, and the bus reports every "
-              "failure of an actor as handler_actor_error; throw that here");
+              "a handler with \"die\" or \"takes\" in a script runs in an actor, and the bus "
+              "reports every failure of an actor as handler_actor_error; throw that here");
       ok = false;
     }
     if (s.what == step::kind::poison) {
       d.error(join_path(step_path, "poison"),
-              "a handler with \"die\" in a script runs in an actor, which cannot mark a "
-              "message as poison");
+              "a handler with \"die\" or \"takes\" in a script runs in an actor, which cannot "
+              "mark a message as poison");
       ok = false;
     }
   }
@@ -80,20 +80,28 @@ bool assign_actors(scenario& s, const node& endpoints, diagnostics& d) {
       for (const auto& m : s.sends)
         if (m.to == e.name && m.type == h.message_type && m.script)
           overrides.push_back(&m);
-      h.by_actor = has_die(h.script) || std::any_of(overrides.begin(), overrides.end(),
-                                                    [](auto* m) { return has_die(*m->script); });
-      if (!h.by_actor)
-        continue;
+      h.by_actor = needs_actor(h.script)
+                   || std::any_of(overrides.begin(), overrides.end(),
+                                  [](auto* m) { return needs_actor(*m->script); });
       auto path = join_path(join_path(join_path(endpoints.path(), ei), "handlers"), hi);
+      if (!h.by_actor) {
+        if (h.timeout) {
+          d.error(join_path(path, "timeout"),
+                  "only a handler served by an actor (a script with \"die\" or \"takes\") "
+                  "has a timeout; a function handler runs until it returns");
+          ok = false;
+        }
+        continue;
+      }
       ok = check_actor_script(d, join_path(path, "script"), h.script) && ok;
       for (const auto* m : overrides)
         if (checked.insert(m->script_path).second)
           ok = check_actor_script(d, m->script_path, *m->script) && ok;
       if (!h.outages.empty()) {
         d.error(join_path(path, "outages"),
-                "a handler with \"die\" in a script runs in an actor, which the bus reports "
-                "as failing with handler_actor_error only; give outages to handlers without "
-                "\"die\"");
+                "a handler with \"die\" or \"takes\" in a script runs in an actor, which the "
+                "bus reports as failing with handler_actor_error only; give outages to handlers "
+                "without \"die\" or \"takes\"");
         ok = false;
       }
     }
@@ -122,7 +130,7 @@ bool check_script_targets(const scenario& s, diagnostics& d) {
 }
 
 std::optional<handler_spec> parse_handler(const node& n, const std::vector<std::string>& types) {
-  auto o = n.as_object({"message", "policy", "script", "outages"});
+  auto o = n.as_object({"message", "policy", "script", "outages", "timeout"});
   if (!o)
     return std::nullopt;
   handler_spec h;
@@ -153,6 +161,14 @@ std::optional<handler_spec> parse_handler(const node& n, const std::vector<std::
     h.script.push_back(step::of(step::kind::succeed));
   if (auto f = o->get("outages"))
     ok = read_list(*f, h.outages, parse_outage) && ok;
+  if (auto f = o->get("timeout")) {
+    h.timeout = f->as_duration();
+    if (h.timeout && *h.timeout <= duration{}) {
+      f->error("expected a duration longer than 0ms");
+      h.timeout.reset();
+    }
+    ok = ok && h.timeout;
+  }
   if (!ok)
     return std::nullopt;
   return h;
@@ -286,11 +302,18 @@ bool parse_message_types(const node& n, std::vector<std::string>& out) {
   return ok;
 }
 
+// Whether `body` would decode as a scenario message (scenario_messages.hpp):
+// a JSON object with a text "name".
+bool decodes_as_message(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  return j.is_object() && j.contains("name") && j["name"].is_string();
+}
+
 // One entry of "send", several if it has a count: "order" x 3 is order-1,
 // order-2, order-3.
 bool parse_send(const node& n, const scenario& s, const std::vector<std::string>& endpoints,
                 std::set<std::string>& names, std::vector<send_spec>& out) {
-  auto o = n.as_object({"name", "type", "to", "at", "count", "script"});
+  auto o = n.as_object({"name", "type", "to", "at", "count", "script", "malformed_body"});
   if (!o)
     return false;
   send_spec base;
@@ -334,6 +357,20 @@ bool parse_send(const node& n, const scenario& s, const std::vector<std::string>
     ok = ok && read;
     base.script_path = f->path();
   }
+  if (auto f = o->get("malformed_body")) {
+    base.malformed_body = f->as_string();
+    ok = ok && base.malformed_body;
+    if (base.malformed_body && decodes_as_message(*base.malformed_body)) {
+      f->error("this body decodes as a message (an object with a text \"name\"); give one "
+               "that does not, such as \"not JSON\" or \"{\\\"nme\\\": 1}\"");
+      ok = false;
+    }
+    if (o->has("script")) {
+      o->get("script")->error("a message with a malformed body never reaches a handler, so it "
+                              "runs no script");
+      ok = false;
+    }
+  }
   int count = 1;
   if (auto f = o->get("count")) {
     auto c = detail::int_at(*f, 1);
@@ -354,6 +391,93 @@ bool parse_send(const node& n, const scenario& s, const std::vector<std::string>
   return true;
 }
 
+// One entry of "expect.faults": true (a fault must be raised), false (none
+// may be), or an object of what the fault must say.
+std::optional<fault_expectation> parse_fault_expectation(const node& n, const std::string& message,
+                                                         const std::vector<std::string>& endpoints) {
+  fault_expectation e;
+  e.message = message;
+  e.path = n.path();
+  if (n.json().is_boolean()) {
+    e.raised = n.json().get<bool>();
+    return e;
+  }
+  if (!n.json().is_object()) {
+    n.error("expected true (a fault is raised), false (none is) or an object of what the "
+            "fault says");
+    return std::nullopt;
+  }
+  auto o = n.as_object({"exception", "exception_message", "reason_contains", "endpoint",
+                        "immediate_retries", "delivery_count"});
+  if (!o)
+    return std::nullopt;
+  bool ok = true;
+  auto text = [&](std::string_view key, std::optional<std::string>& target) {
+    if (auto f = o->get(key)) {
+      target = f->as_string();
+      ok = ok && target;
+    }
+  };
+  if (auto f = o->get("exception")) {
+    const auto* type = detail::exception_type_at(*f, false);
+    ok = ok && type;
+    if (type)
+      e.exception = type->name;
+  }
+  text("exception_message", e.exception_message);
+  text("reason_contains", e.reason_contains);
+  text("endpoint", e.endpoint);
+  if (e.endpoint && std::find(endpoints.begin(), endpoints.end(), *e.endpoint) == endpoints.end()) {
+    o->get("endpoint")->error(unknown_name_text("endpoint", *e.endpoint, endpoints));
+    ok = false;
+  }
+  auto count = [&](std::string_view key, std::optional<int>& target) {
+    if (auto f = o->get(key)) {
+      target = detail::int_at(*f, 0);
+      ok = ok && target;
+    }
+  };
+  count("immediate_retries", e.immediate_retries);
+  count("delivery_count", e.delivery_count);
+  if (!ok)
+    return std::nullopt;
+  return e;
+}
+
+// "expect": {"faults": {"<message>": ...}}: the messages by the names the
+// output gives them (a send with a count names order-1, order-2, ...).
+bool parse_expect(const node& n, const scenario& s, const std::vector<std::string>& endpoints,
+                  std::vector<fault_expectation>& out) {
+  auto o = n.as_object({"faults"});
+  if (!o)
+    return false;
+  auto faults = o->get("faults");
+  if (!faults)
+    return true;
+  if (!faults->json().is_object()) {
+    faults->error("expected an object: a message's name, then true, false or what its fault "
+                  "says");
+    return false;
+  }
+  std::vector<std::string> names;
+  for (const auto& m : s.sends)
+    names.push_back(m.name);
+  bool ok = true;
+  for (const auto& [name, value] : faults->json().items()) {
+    node item(value, join_path(faults->path(), name), n.diag());
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      item.error(unknown_name_text("message", name, names));
+      ok = false;
+      continue;
+    }
+    if (auto e = parse_fault_expectation(item, name, endpoints))
+      out.push_back(std::move(*e));
+    else
+      ok = false;
+  }
+  return ok;
+}
+
 // The names the file gives its endpoints, even those with other mistakes,
 // so that a send to them is not reported as well.
 std::vector<std::string> endpoint_names(const nlohmann::json& document) {
@@ -369,14 +493,15 @@ std::vector<std::string> endpoint_names(const nlohmann::json& document) {
 
 } // namespace
 
-bool has_die(const std::vector<step>& script) {
-  return std::any_of(script.begin(), script.end(),
-                     [](const step& s) { return s.what == step::kind::die; });
+bool needs_actor(const std::vector<step>& script) {
+  return std::any_of(script.begin(), script.end(), [](const step& s) {
+    return s.what == step::kind::die || s.takes > duration{};
+  });
 }
 
 std::optional<scenario> parse_scenario(const nlohmann::json& document, diagnostics& d) {
   node root(document, "", d);
-  auto o = root.as_object({"description", "message_types", "bus", "endpoints", "send"});
+  auto o = root.as_object({"description", "message_types", "bus", "endpoints", "send", "expect"});
   if (!o)
     return std::nullopt;
   scenario s;
@@ -421,8 +546,13 @@ std::optional<scenario> parse_scenario(const nlohmann::json& document, diagnosti
     ok = false;
   }
   if (ok) {
+    // Expectations name messages: only once "send" was read whole.
+    bool expect_ok = true;
+    if (auto f = o->get("expect"))
+      expect_ok = parse_expect(*f, s, endpoint_names(document), s.expected_faults);
     ok = check_script_targets(s, d);
     ok = assign_actors(s, *o->get("endpoints"), d) && ok;
+    ok = ok && expect_ok;
   }
   if (!ok || !d.empty())
     return std::nullopt;

@@ -1,4 +1,5 @@
-// What a scenario's handlers do: the steps of a script, and outages.
+// What a scenario's handlers do: the steps of a script (what each attempt
+// does, and how long it takes), and outages.
 #include "parse_common.hpp"
 #include "scenario.hpp"
 
@@ -12,6 +13,13 @@ bool parse_raise(const object_reader& o, std::string& type_out, std::string& mes
   auto type_node = o.require("throw");
   const auto* type = type_node ? detail::exception_type_at(*type_node, true) : nullptr;
   bool ok = type != nullptr;
+  if (type && !type->std_exception)
+    for (auto key : {"message", "fields"})
+      if (auto f = o.get(key)) {
+        f->error(type->name + " does not derive from std::exception: it has no " + key
+                 + " (the bus reports it by its type alone)");
+        ok = false;
+      }
   if (auto f = o.get("message")) {
     auto text = f->as_string();
     ok = ok && text;
@@ -41,7 +49,7 @@ std::optional<step> parse_step(const node& n) {
     n.error("expected \"succeed\", \"die\" or an object with one of succeed, die, throw, poison");
     return std::nullopt;
   }
-  auto o = n.as_object({"succeed", "die", "throw", "poison", "message", "fields", "times"});
+  auto o = n.as_object({"succeed", "die", "throw", "poison", "message", "fields", "times", "takes"});
   if (!o)
     return std::nullopt;
   std::vector<std::string_view> kinds;
@@ -82,6 +90,11 @@ std::optional<step> parse_step(const node& n) {
     auto times = detail::int_at(*f, 1);
     ok = ok && times;
     s.times = times.value_or(1);
+  }
+  if (auto f = o->get("takes")) {
+    auto takes = f->as_duration();
+    ok = ok && takes;
+    s.takes = takes.value_or(duration{});
   }
   if (!ok)
     return std::nullopt;

@@ -27,6 +27,7 @@ struct run_options {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failed = 1;  // the run went wrong: no start, time out, broker down
 inline constexpr int exit_invalid = 2; // bad arguments, file or configuration
+inline constexpr int exit_unmet = 3;   // it ran, and an expectation ("expect") did not hold
 
 // Each prints the events and the summary to `out`, problems to `err`
 // (prefixed with `file`), and returns the exit code.

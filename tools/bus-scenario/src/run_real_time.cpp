@@ -8,6 +8,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include "event_log.hpp"
+#include "fault_log.hpp"
 #include "naming_transport.hpp"
 #include "run.hpp"
 #include "topology.hpp"
@@ -43,7 +44,8 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
   else
     sink = std::make_shared<spdlog::sinks::null_sink_mt>();
   bus_builder b{system};
-  b.transport(std::make_shared<naming_transport>(*inner, names))
+  b.transport(std::make_shared<naming_transport>(
+                *inner, names, [log](const raised_fault& f) { log->record_fault(f); }))
     .log_sinks({sink})
     .observe([log](const bus_event& e) { log->record(e); });
   auto actors = configure_bus(b, s, book, system);
@@ -76,8 +78,10 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
   bus.stop();
   actors->stop();
   log->close();
-  out << log->summary(*book).dump() << '\n';
-  return code;
+  auto summary = log->summary(*book);
+  bool held = settle_expectations(s, log->faults(), summary, file, err);
+  out << summary.dump() << '\n';
+  return code == exit_ok && !held ? exit_unmet : code;
 }
 
 } // namespace bus::scenario

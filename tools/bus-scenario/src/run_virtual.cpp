@@ -5,6 +5,7 @@
 
 #include "bus/testing/harness.hpp"
 #include "event_log.hpp"
+#include "fault_log.hpp"
 #include "naming_transport.hpp"
 #include "run.hpp"
 #include "topology.hpp"
@@ -37,7 +38,9 @@ int run_on_virtual_time(const scenario& s, const run_options& options, const std
   auto log = std::make_shared<event_log>(out, names, clock, message_names_of(s));
 
   auto b = h.builder();
-  b.transport(std::make_shared<naming_transport>(borrowed(h.transport()), names))
+  b.transport(std::make_shared<naming_transport>(
+                borrowed(h.transport()), names,
+                [log](const raised_fault& f) { log->record_fault(f); }))
     .observe([log](const bus_event& e) { log->record(e); });
   auto actors = configure_bus(b, s, book, h.system());
   message_bus* bus = nullptr;
@@ -64,11 +67,13 @@ int run_on_virtual_time(const scenario& s, const run_options& options, const std
   h.run();
 
   log->close();
-  out << log->summary(*book).dump() << '\n';
+  auto summary = log->summary(*book);
+  bool held = settle_expectations(s, log->faults(), summary, file, err);
+  out << summary.dump() << '\n';
   if (options.show_logs)
     for (const auto& line : h.log_lines())
       err << line << '\n';
-  return exit_ok;
+  return held ? exit_ok : exit_unmet;
 }
 
 } // namespace bus::scenario

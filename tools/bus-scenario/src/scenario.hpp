@@ -66,6 +66,10 @@ struct step {
   std::string message;   // raise: what(); poison: the reason
   field_values fields;   // raise
   int times = 1;
+  // How long the attempt takes before it does `what`, on the scenario's
+  // clock (virtual or wall). Zero: at once. A script with a step that takes
+  // time is served by an actor, which answers when the time is up.
+  duration takes{};
 
   [[nodiscard]] static step of(kind k) {
     step s;
@@ -90,12 +94,17 @@ struct handler_spec {
   std::vector<step> script;     // never empty: ["succeed"] by default
   std::vector<outage> outages;
   // Whether the handler is served by an actor (the bus's way of letting a
-  // consumer die mid-message) rather than a function: set when its own
-  // script or that of a message sent to it has a "die" step.
+  // consumer die mid-message, or of answering later) rather than a
+  // function: set when its own script or that of a message sent to it has a
+  // "die" step or a step that takes time.
   bool by_actor = false;
+  // How long the consumer waits for an actor-served handler; an attempt
+  // that takes longer fails (handle_with_actor's timeout).
+  std::optional<duration> timeout;
 };
 
-[[nodiscard]] bool has_die(const std::vector<step>& script);
+// Whether a script needs an actor: a "die" step, or a step that takes time.
+[[nodiscard]] bool needs_actor(const std::vector<step>& script);
 
 struct rate_limit_spec {
   int consecutive_failures = 0;
@@ -133,6 +142,23 @@ struct send_spec {
   // The message's own script, instead of its handler's.
   std::optional<std::vector<step>> script;
   std::string script_path; // where the file wrote it, for later checks
+  // The text the message carries on the wire instead of its JSON: a body
+  // that does not decode as the message type.
+  std::optional<std::string> malformed_body;
+};
+
+// What a fault<T> raised for a message must say ("expect": {"faults": ...}).
+// Fields left empty are not checked.
+struct fault_expectation {
+  std::string message;    // the scenario's name for the message
+  std::string path;       // "expect.faults.<message>", for reports
+  bool raised = true;     // false: no fault<T> may be raised for it
+  std::optional<std::string> exception; // the scenario's name of the type
+  std::optional<std::string> exception_message;
+  std::optional<std::string> reason_contains;
+  std::optional<std::string> endpoint;
+  std::optional<int> immediate_retries;
+  std::optional<int> delivery_count;
 };
 
 // At most this many message types per scenario: each needs a C++ type of
@@ -145,6 +171,7 @@ struct scenario {
   bus_spec bus;
   std::vector<endpoint_spec> endpoints;
   std::vector<send_spec> sends; // in the order of their time, then of the file
+  std::vector<fault_expectation> expected_faults; // in the order of the file
 };
 
 // Reads and checks a scenario; every mistake goes to `d` with its path, and

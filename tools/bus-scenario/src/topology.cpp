@@ -1,5 +1,7 @@
 #include "topology.hpp"
 
+#include <cstdint>
+#include <map>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -26,35 +28,78 @@ void handler_actors::stop() {
 
 namespace {
 
-// How long a consumer waits for an actor-served handler. The script actor
-// answers at once (or kills the consumer), so this only bounds a bug.
-constexpr duration actor_handler_timeout = std::chrono::seconds(30);
+// How long a consumer waits for an actor-served handler unless the handler
+// says ("timeout"). A step without "takes" answers at once (or kills the
+// consumer), so then this only bounds a bug.
+constexpr duration default_actor_handler_timeout = std::chrono::seconds(30);
+
+using finish_atom = caf::atom_constant<caf::atom("finish")>;
+
+// The answer of step `s`, given to `promise`; a "die" step kills `consumer`
+// instead, as a crash mid-message would.
+void finish_step(caf::event_based_actor* self, const step& s, const caf::actor& consumer,
+                 caf::response_promise& promise, script_book& book) {
+  switch (s.what) {
+    case step::kind::die:
+      book.record_death();
+      self->send_exit(consumer, caf::exit_reason::kill);
+      promise.deliver(caf::unit);
+      return;
+    case step::kind::raise:
+      promise.deliver(caf::make_error(caf::sec::runtime_error,
+                                      s.message.empty() ? std::string("the handler actor failed")
+                                                        : s.message));
+      return;
+    case step::kind::succeed:
+    case step::kind::poison: // refused by the parser for actor-served scripts
+      break;
+  }
+  promise.deliver(caf::unit);
+}
+
+// An attempt that is taking its time: answered when its timer fires.
+struct attempt_in_progress {
+  step what;
+  caf::actor consumer;
+  caf::response_promise promise;
+};
 
 // Serves the script of `h` for message type T in an actor, so that a "die"
 // step can kill the consumer that asked, mid-message, as a crashing
-// consumer would. A "throw" step answers with an error, which the bus turns
-// into a handler_actor_error.
+// consumer would, and a step that "takes" time answers only when that much
+// time has passed on the actor system's clock: virtual time under the
+// harness, the wall clock otherwise. Meanwhile the consumer waits and its
+// slot is busy, as with a slow handler. A "throw" step answers with an
+// error, which the bus turns into a handler_actor_error. Attempts in
+// progress are independent: an endpoint with several slots has several.
 template <class T>
 caf::behavior script_actor(caf::event_based_actor* self, std::shared_ptr<script_book> book,
                            handler_spec h) {
-  return {[=](bus::handle_atom, const T& m) -> caf::result<void> {
-    auto s = book->next(h, m.name);
-    switch (s.what) {
-      case step::kind::die:
-        book->record_death();
-        self->send_exit(caf::actor_cast<caf::actor>(self->current_sender()),
-                        caf::exit_reason::kill);
-        return caf::unit;
-      case step::kind::raise:
-        return caf::make_error(caf::sec::runtime_error,
-                               s.message.empty() ? std::string("the handler actor failed")
-                                                 : s.message);
-      case step::kind::succeed:
-      case step::kind::poison: // refused by the parser for actor-served scripts
-        break;
-    }
-    return caf::unit;
-  }};
+  auto in_progress = std::make_shared<std::map<std::uint64_t, attempt_in_progress>>();
+  auto next_id = std::make_shared<std::uint64_t>(0);
+  return {
+    [=](bus::handle_atom, const T& m) -> caf::result<void> {
+      auto s = book->next(h, m.name);
+      auto consumer = caf::actor_cast<caf::actor>(self->current_sender());
+      auto promise = self->make_response_promise();
+      if (s.takes > duration{}) {
+        auto id = (*next_id)++;
+        in_progress->emplace(id, attempt_in_progress{s, consumer, promise});
+        self->delayed_send(self, s.takes, finish_atom::value, id);
+      } else {
+        finish_step(self, s, consumer, promise, *book);
+      }
+      return caf::delegated<void>{};
+    },
+    [=](finish_atom, std::uint64_t id) {
+      auto it = in_progress->find(id);
+      if (it == in_progress->end())
+        return;
+      auto attempt = std::move(it->second);
+      in_progress->erase(it);
+      // A consumer that gave up (the timeout) ignores a late answer.
+      finish_step(self, attempt.what, attempt.consumer, attempt.promise, *book);
+    }};
 }
 
 void add_handler(endpoint_builder& e, const handler_spec& h, std::shared_ptr<script_book> book,
@@ -64,7 +109,7 @@ void add_handler(endpoint_builder& e, const handler_spec& h, std::shared_ptr<scr
     if (h.by_actor) {
       auto actor = system.spawn(script_actor<T>, book, h);
       actors.state().actors.push_back(actor);
-      e.handle_with_actor<T>(actor, actor_handler_timeout);
+      e.handle_with_actor<T>(actor, h.timeout.value_or(default_actor_handler_timeout));
     } else {
       e.handle<T>([book, h](const T& m, handler_context& ctx) { perform(book->next(h, m.name), ctx); });
     }
@@ -126,6 +171,8 @@ std::unique_ptr<handler_actors> configure_bus(bus_builder& b, const scenario& s,
 result<void> send_message(message_bus& bus, const send_spec& m) {
   send_options options;
   options.headers.set(scenario_name_header, m.name);
+  if (m.malformed_body)
+    options.headers.set(scenario_body_header, *m.malformed_body);
   result<void> sent;
   with_message_slot(m.message_slot, [&](auto tag) {
     using T = typename decltype(tag)::type;

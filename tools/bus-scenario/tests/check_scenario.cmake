@@ -3,6 +3,7 @@
 #
 #   cmake -DPROGRAM=bus-scenario -DSCENARIO=x.json -DEXPECTED=x.expected.json
 #         [-DEXPECTED_EVENTS=x.expected-events.jsonl]  also every event line, in order
+#         [-DEXPECTED_LINES=y.jsonl]                   also these lines, each somewhere
 #         [-DARGS=--real-time]                         more arguments for bus-scenario
 #         [-DREPEAT=ON]                                run twice: the outputs must be identical
 #         -P check_scenario.cmake
@@ -102,6 +103,27 @@ if(DEFINED EXPECTED_EVENTS)
       math(EXPR line "${i} + 1")
       message(FATAL_ERROR "event ${line} of ${SCENARIO} differs from ${EXPECTED_EVENTS}:\n"
                           "  expected ${want}\n  actual   ${got}")
+    endif()
+  endforeach()
+endif()
+
+if(DEFINED EXPECTED_LINES)
+  file(READ ${EXPECTED_LINES} wanted_text)
+  split_lines("${wanted_text}" wanted_lines)
+  foreach(want IN LISTS wanted_lines)
+    unescape("${want}" want)
+    set(found FALSE)
+    foreach(got IN LISTS lines)
+      unescape("${got}" got)
+      string(JSON equal ERROR_VARIABLE not_json EQUAL "${want}" "${got}")
+      if(NOT not_json AND equal)
+        set(found TRUE)
+        break()
+      endif()
+    endforeach()
+    if(NOT found)
+      message(FATAL_ERROR "${SCENARIO} printed no line equal to\n  ${want}\n"
+                          "(from ${EXPECTED_LINES}); it printed:\n${output}")
     endif()
   endforeach()
 endif()
