@@ -208,6 +208,13 @@ void on_minimal_error_queue(consumer* self, const result<void>& sent) {
   park_for_later(self);
 }
 
+// The skipped event carries the reason, as the skipped queue's header does.
+void emit_skipped(consumer* self) {
+  const auto& rt = runtime(self);
+  const auto& msg = *current(self).item.message;
+  rt.emit(event_kind::skipped, msg, [&](bus_event& e) { e.detail = skipped_reason(rt, msg); });
+}
+
 void on_skipped_queue(consumer* self, const result<void>& sent) {
   const auto& rt = runtime(self);
   const auto& msg = *current(self).item.message;
@@ -218,7 +225,7 @@ void on_skipped_queue(consumer* self, const result<void>& sent) {
   rt.log().skipped->warn("moved message {} of type '{}' to '{}': endpoint '{}' has no handler for it",
                          msg.message_id, msg.message_type, rt.definition().skipped_queue,
                          rt.name());
-  rt.emit(event_kind::skipped, msg);
+  emit_skipped(self);
   settle_and_report(self, outcome::skipped);
 }
 
@@ -390,7 +397,7 @@ void skip_message(consumer* self) {
   if (rt.definition().discard_skipped) {
     rt.log().skipped->info("discarding message {} of type '{}': endpoint '{}' has no handler for it",
                            msg.message_id, msg.message_type, rt.name());
-    rt.emit(event_kind::skipped, msg);
+    emit_skipped(self);
     settle_and_report(self, outcome::skipped);
     return;
   }

@@ -32,10 +32,13 @@ fault_details make_fault(const endpoint_runtime& rt, const delivery& d, exceptio
   return f;
 }
 
+std::string skipped_reason(const endpoint_runtime& rt, const envelope& msg) {
+  return "endpoint '" + rt.name() + "' has no handler for '" + msg.message_type + "'";
+}
+
 envelope skipped_copy(const endpoint_runtime& rt, const envelope& msg) {
   envelope copy = msg;
-  copy.headers.set(header::skipped_reason,
-                   "endpoint '" + rt.name() + "' has no handler for '" + msg.message_type + "'");
+  copy.headers.set(header::skipped_reason, skipped_reason(rt, msg));
   return copy;
 }
 

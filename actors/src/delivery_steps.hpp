@@ -26,7 +26,9 @@ namespace bus::detail {
                                        exception_info what, std::string reason,
                                        int immediate_retries);
 
-// The copy for the skipped queue: the message, with the reason no handler took it.
+// Why no handler took a message, and the copy for the skipped queue: the
+// message with that reason in a header.
+[[nodiscard]] std::string skipped_reason(const endpoint_runtime& rt, const envelope& msg);
 [[nodiscard]] envelope skipped_copy(const endpoint_runtime& rt, const envelope& msg);
 
 // The copy for the error queue with every fault header, cut to the bus's

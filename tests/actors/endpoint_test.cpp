@@ -160,7 +160,12 @@ TEST_CASE_METHOD(caf_fixture, "an exception not derived from std::exception is c
 }
 
 TEST_CASE_METHOD(caf_fixture, "a message no handler accepts goes to the skipped queue, saying why") {
+  std::vector<bus::bus_event> events;
   auto b = builder();
+  b.observe([&](const bus::bus_event& e) {
+    if (e.kind == bus::event_kind::skipped)
+      events.push_back(e);
+  });
   b.endpoint("billing", [](bus::endpoint_builder& e) {
     e.handle<order_placed>([](const order_placed&) {});
   });
@@ -171,6 +176,8 @@ TEST_CASE_METHOD(caf_fixture, "a message no handler accepts goes to the skipped 
   REQUIRE(skipped.size() == 1);
   CHECK_THAT(*header_of(skipped[0], h::skipped_reason), Catch::Contains("no handler for 'invoice_requested'"));
   CHECK(stats(*bus, "billing").skipped == 1);
+  REQUIRE(events.size() == 1); // the event says why too
+  CHECK(events[0].detail == std::string(*header_of(skipped[0], h::skipped_reason)));
 }
 
 TEST_CASE_METHOD(caf_fixture, "skipped messages can be discarded instead of kept") {
