@@ -53,7 +53,8 @@ bus_rabbitmq_test_binary(rabbitmq_conformance
 bus_rabbitmq_test_binary(rabbitmq_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/delayed_delivery_test.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/connection_test.cpp)
+          ${CMAKE_CURRENT_LIST_DIR}/connection_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/async_send_test.cpp)
 
 # The bus's runtime on the broker: error and skipped queues with their headers.
 bus_rabbitmq_test_binary(bus_on_rabbitmq_tests
