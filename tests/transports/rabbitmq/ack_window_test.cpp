@@ -123,3 +123,21 @@ TEST_CASE("after a reset the window starts again at tag 1", "[rabbitmq][ack_wind
   w.flush(r.send());
   CHECK(r.sent == frames{{1, false}});
 }
+
+TEST_CASE("a window that would grow past its limit stops coalescing rather than grow",
+          "[rabbitmq][ack_window]") {
+  ack_window w(4);
+  recorder r;
+  for (std::uint64_t tag = 1; tag <= 4; ++tag)
+    w.delivered(tag);
+  // 1 stays open while 2..4 are acked alone and kept behind it.
+  for (std::uint64_t tag = 2; tag <= 4; ++tag)
+    w.ack(tag, r.send());
+  w.flush(r.send());
+  CHECK(r.sent == frames{{2, false}, {3, false}, {4, false}});
+  r.sent.clear();
+  w.delivered(5); // a fifth to remember: past the limit
+  w.ack(5, r.send());
+  w.ack(1, r.send());
+  CHECK(r.sent == frames{{5, false}, {1, false}}); // alone, at once
+}

@@ -16,9 +16,12 @@
 // Pure bookkeeping, no I/O: the owner (the consuming thread) passes a
 // function that sends one basic.ack. Broker tags on a channel count up from
 // 1 with every delivery; should one ever be skipped, the window stops
-// coalescing for that channel and every ack goes out alone.
+// coalescing for that channel and every ack goes out alone. So it does when
+// it would have to remember more than `limit` deliveries (one byte each):
+// a delivery held open for hours while thousands a second pass it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -27,12 +30,16 @@ namespace bus::detail {
 
 class ack_window {
 public:
+  static constexpr std::size_t default_limit = std::size_t{1} << 20;
+
+  explicit ack_window(std::size_t limit = default_limit) : limit_(limit) {}
+
   // A new delivery on the channel, handed to the application.
   void delivered(std::uint64_t tag) {
     if (broken_)
       return;
-    if (tag != base_ + states_.size()) {
-      broken_ = true; // a tag skipped or repeated: stop coalescing
+    if (tag != base_ + states_.size() || states_.size() >= limit_) {
+      broken_ = true; // a tag skipped or repeated, or too many: stop coalescing
       states_.clear();
       pending_.clear();
       return;
@@ -114,6 +121,7 @@ private:
   std::deque<state> states_; // from base_ on, one per delivery
   std::uint64_t base_ = 1;   // the tag of states_.front()
   std::vector<std::uint64_t> pending_; // acked by the application, not sent yet
+  std::size_t limit_;
   bool broken_ = false;
 };
 
