@@ -6,8 +6,11 @@
 // Thread-safe: any thread may call any member. Two connections, each owned
 // by its own I/O thread: one publishes (with publisher confirms) and
 // declares, one consumes. Delivery handlers run on the consuming thread;
-// ack and reject are handed to it. Both reconnect on their own, with
-// backoff, after a connection loss or a broker restart.
+// ack and reject are handed to it (and acks coalesced there where that
+// acknowledges nothing else). The completions of async_send, async_publish
+// and async_send_delayed run on the publishing thread. Both threads
+// reconnect on their own, with backoff, after a connection loss or a
+// broker restart.
 #pragma once
 
 #include <cstdint>
