@@ -163,3 +163,32 @@ TEST_CASE("destroying the transport with sends in flight completes each of them 
   CHECK(done.failed_with(bus::errc::transport_failure) == 500);
   CHECK(done.each_exactly_once());
 }
+
+TEST_CASE("a send the broker refuses with basic.nack completes with transport_failure",
+          "[rabbitmq][async]") {
+  // A queue that holds one message and refuses publishes beyond it: the
+  // broker nacks them (overflow reject-publish). Set by a policy named
+  // after the queue, so that no other queue is touched.
+  auto q = bus::test::unique_name("async_nack");
+  auto policy = "bus-test-" + q;
+  REQUIRE(bus::test::rabbitmqctl("set_policy --apply-to queues '" + policy + "' '^" + q + "$' "
+                                 + "'{\"max-length\":1,\"overflow\":\"reject-publish\"}'")
+          == 0);
+  completion_log done;
+  auto t = bus::test::connect_transport();
+  REQUIRE(t->declare_queue(q));
+  t->async_send(q, message("m-1"), done.make("m-1"));
+  REQUIRE(done.wait_for(1));
+  CHECK(done.outcome("m-1"));
+  t->async_send(q, message("m-2"), done.make("m-2"));
+  t->async_send(q, message("m-3"), done.make("m-3"));
+  REQUIRE(done.wait_for(3));
+  CHECK(done.failed_with(bus::errc::transport_failure) == 2);
+  CHECK_THAT(done.outcome("m-2").error().message, Catch::Contains("basic.nack"));
+  auto blocking = t->send(q, message("m-4"));
+  REQUIRE_FALSE(blocking);
+  CHECK(blocking.error().code == bus::errc::transport_failure);
+  CHECK(t->message_count(q).value() == 1);
+  CHECK(done.each_exactly_once());
+  bus::test::rabbitmqctl("clear_policy '" + policy + "'");
+}
