@@ -6,7 +6,7 @@
 //                    --peer-package P | --peer-status TEXT] [--revision R]
 //       every case, each run a process of its own; prints the table, writes the JSON
 //   bus-bench throughput|retry_path|redelivery [--impl bus|raw] [--name value ...]
-//   bus-bench rabbitmq_send|rabbitmq_consume --url amqp://... [--impl bus|raw] ...
+//   bus-bench rabbitmq_send|rabbitmq_async_send|rabbitmq_consume --url amqp://... [--impl bus|raw] ...
 //       one run of one case; prints its result as one JSON line
 #include <cstdio>
 #include <cstring>
@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
       result = bench::run_rabbitmq_send(args);
     } else if (name == "rabbitmq_consume") {
       result = bench::run_rabbitmq_consume(args);
+    } else if (name == "rabbitmq_async_send") {
+      result = bench::run_rabbitmq_async_send(args);
 #endif
     } else {
       std::cerr << "bus-bench: unknown case '" << name << "'\n";

@@ -1,22 +1,32 @@
 // The RabbitMQ cases: the bus on its RabbitMQ transport against rabbitmq-c
 // used directly (raw_amqp.hpp), with the same guarantees on both sides:
 // persistent messages, publisher confirms, a durable classic queue, manual
-// acknowledgements, one basic.ack per message.
+// acknowledgements: one basic.ack per message on the raw side, and on the
+// bus's side acks of messages already handled, which its transport may
+// coalesce into one basic.ack(multiple) without acknowledging any other.
 //
 // rabbitmq_send: --senders S threads each call bus.send() in a loop; each
 //   call returns once the broker confirmed its message, so at most S are
 //   unconfirmed (the transport pipelines them over one connection). Raw:
 //   one thread publishes with at most S unconfirmed (a sliding window).
+// rabbitmq_async_send: one thread keeps --window sends in flight. Bus: the
+//   RabbitMQ transport's async_send with the envelope bus.send builds
+//   (a fresh id, the JSON body), a completion per message; the thread waits
+//   only when the window is full. Raw: one publisher with at most --window
+//   unconfirmed, as in rabbitmq_send.
 // rabbitmq_consume: the queue is filled first (by the same raw publisher
 //   for both sides, not timed), then consumed with prefetch = --slots. Bus:
 //   an endpoint with that many slots and a no-op handler, which the bus
 //   acknowledges after it returns. Raw: basic.consume, decode the JSON
-//   body (what any consumer must do with a message), ack.
+//   body (what any consumer must do with a message), ack. --ack-every k > 1
+//   (raw only): one basic.ack(multiple) per k messages, the "limit" row.
 // Every run uses queues of its own and deletes them at the end, so runs
 // leave the broker as they found it.
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -213,11 +223,14 @@ case_result run_rabbitmq_consume(const case_args& args) {
     raw_amqp c(url);
     std::uint64_t decoded = 0, seq_sum = 0;
     auto start = steady::now();
-    c.consume(queue, static_cast<std::uint16_t>(slots), messages, [&](amqp_bytes_t body) {
-      auto text = std::string_view(static_cast<const char*>(body.bytes), body.len);
-      seq_sum += nlohmann::json::parse(text).get<ping>().seq; // used below: not optimised away
-      ++decoded;
-    });
+    c.consume(
+        queue, static_cast<std::uint16_t>(slots), messages,
+        [&](amqp_bytes_t body) {
+          auto text = std::string_view(static_cast<const char*>(body.bytes), body.len);
+          seq_sum += nlohmann::json::parse(text).get<ping>().seq; // used below: not optimised away
+          ++decoded;
+        },
+        static_cast<std::uint64_t>(args.number("ack-every", 1)));
     seconds = seconds_since(start);
     handled = decoded;
     finished = decoded == messages && seq_sum == messages * (messages - 1) / 2;
@@ -225,6 +238,99 @@ case_result run_rabbitmq_consume(const case_args& args) {
   admin.delete_queue(queue);
   auto r = finish("rabbitmq_consume", impl, messages, handled, seconds, finished);
   r["slots"] = slots;
+  r["ack_every"] = args.number("ack-every", 1);
+  return r;
+}
+
+namespace {
+
+// At most `limit` taken at once: the sender takes one before each send and
+// the completion (on the transport's I/O thread) gives it back. The sender
+// waits only when all are taken.
+class window {
+public:
+  explicit window(std::int64_t limit) : free_(limit) {}
+
+  void take() {
+    if (free_.fetch_sub(1) > 0)
+      return;
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return free_.load() >= 0; });
+  }
+
+  void give() {
+    if (free_.fetch_add(1) >= 0)
+      return; // nobody waits
+    std::lock_guard<std::mutex> guard(mutex_);
+    changed_.notify_one();
+  }
+
+private:
+  std::atomic<std::int64_t> free_; // below 0: the sender waits for one
+  std::mutex mutex_;
+  std::condition_variable changed_;
+};
+
+} // namespace
+
+case_result run_rabbitmq_async_send(const case_args& args) {
+  auto impl = args.text("impl", "bus");
+  auto url = args.text("url", "");
+  auto in_flight = static_cast<std::int64_t>(args.number("window", 1000));
+  auto messages = static_cast<std::uint64_t>(args.number("messages", 20'000));
+  auto queue = unique_queue("async-send");
+  raw_amqp admin(url);
+  admin.declare_queue(queue);
+
+  double seconds = 0;
+  std::uint64_t sent = 0;
+  if (impl == "bus") {
+    std::mt19937_64 random{std::random_device{}()};
+    window slots(in_flight);
+    completion done;
+    std::atomic<std::uint64_t> failed{0};
+    // Destroyed first: completions it still owes run before what they use goes.
+    auto transport = connect_transport(url);
+    auto start = steady::now();
+    for (std::uint64_t i = 0; i < messages; ++i) {
+      bus::envelope env;
+      env.message_id = bus::make_message_id(random(), random());
+      env.message_type = ping_type;
+      env.sent_at = std::chrono::system_clock::now();
+      env.source_address = "bus";
+      env.destination_address = queue;
+      env.body = bus::message_body::text(nlohmann::json(ping{i, now_ns()}).dump());
+      slots.take();
+      transport->async_send(queue, std::move(env), [&](bus::result<void> r) {
+        if (!r)
+          ++failed;
+        slots.give();
+        done.complete();
+      });
+    }
+    done.wait_for(messages, steady::now() + std::chrono::minutes(5));
+    seconds = seconds_since(start);
+    sent = done.done() - failed.load();
+    if (failed > 0)
+      throw std::runtime_error(std::to_string(failed.load()) + " sends failed");
+  } else {
+    payload_maker make(queue);
+    raw_amqp c(url);
+    c.confirm_select();
+    auto limit = static_cast<std::size_t>(in_flight);
+    auto start = steady::now();
+    for (std::uint64_t i = 0; i < messages; ++i) {
+      c.publish(queue, make(i));
+      if (c.unconfirmed() >= limit)
+        c.await_confirms(limit - 1);
+    }
+    c.await_confirms(0);
+    seconds = seconds_since(start);
+    sent = messages;
+  }
+  admin.delete_queue(queue);
+  auto r = finish("rabbitmq_async_send", impl, messages, sent, seconds, sent == messages);
+  r["window"] = in_flight;
   return r;
 }
 

@@ -139,7 +139,10 @@ void raw_amqp::await_confirms(std::size_t left) {
 }
 
 void raw_amqp::consume(const std::string& queue, std::uint16_t prefetch, std::uint64_t messages,
-                       const std::function<void(amqp_bytes_t)>& on_message) {
+                       const std::function<void(amqp_bytes_t)>& on_message,
+                       std::uint64_t ack_every) {
+  if (ack_every == 0)
+    ack_every = 1;
   amqp_basic_qos(conn_, 1, 0, prefetch, /*global=*/0);
   check(amqp_get_rpc_reply(conn_), "basic.qos");
   amqp_basic_consume(conn_, 1, bytes_of(queue), amqp_empty_bytes, /*no_local=*/0, /*no_ack=*/0,
@@ -152,11 +155,15 @@ void raw_amqp::consume(const std::string& queue, std::uint16_t prefetch, std::ui
     auto reply = amqp_consume_message(conn_, &env, &timeout, 0);
     check(reply, "consuming");
     on_message(env.message.body);
-    int status = amqp_basic_ack(conn_, 1, env.delivery_tag, /*multiple=*/0);
+    ++acked;
+    int status = AMQP_STATUS_OK;
+    if (ack_every == 1)
+      status = amqp_basic_ack(conn_, 1, env.delivery_tag, /*multiple=*/0);
+    else if (acked % ack_every == 0 || acked == messages)
+      status = amqp_basic_ack(conn_, 1, env.delivery_tag, /*multiple=*/1);
     amqp_destroy_envelope(&env);
     if (status != AMQP_STATUS_OK)
       throw std::runtime_error(std::string("raw rabbitmq-c: ack: ") + amqp_error_string2(status));
-    ++acked;
   }
 }
 

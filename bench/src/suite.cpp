@@ -53,6 +53,12 @@ const int slot_counts[] = {1, 2, 8, 64};
 // Concurrent senders (bus) = unconfirmed window (raw); prefetch = slots.
 const int rabbitmq_senders[] = {1, 8, 64};
 const int rabbitmq_slots[] = {1, 8, 64};
+// The non-blocking send: one thread, this many in flight (bus) = the raw
+// publisher's window of confirms. The raw consume "limit": this prefetch,
+// one basic.ack(multiple) per quarter of it.
+const int rabbitmq_async_window = 1000;
+const int rabbitmq_limit_prefetch = 1000;
+const int rabbitmq_limit_ack_every = 250;
 
 std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -337,14 +343,61 @@ json rabbitmq_rows(case_runner& run, const suite_options& o, const sizes& s,
   return rows;
 }
 
+// One thread, rabbitmq_async_window sends in flight, bus and raw interleaved.
+json rabbitmq_async_row(case_runner& run, const suite_options& o, const sizes& s) {
+  auto messages = 2 * s.rabbitmq_many;
+  auto args = std::vector<std::string>{"--url", o.rabbitmq_url, "--window",
+                                       std::to_string(rabbitmq_async_window), "--messages",
+                                       std::to_string(messages)};
+  std::vector<json> bus_runs, raw_runs;
+  for (int r = 0; r < o.runs; ++r) {
+    bus_runs.push_back(run.run("rabbitmq_async_send", args + std::vector<std::string>{"--impl", "bus"}));
+    raw_runs.push_back(run.run("rabbitmq_async_send", args + std::vector<std::string>{"--impl", "raw"}));
+  }
+  auto row = bus_against_raw(std::move(bus_runs), std::move(raw_runs));
+  row["window"] = rabbitmq_async_window;
+  row["messages"] = messages;
+  return row;
+}
+
+// Raw rabbitmq-c at its limit: a large prefetch and multiple acks. Every
+// consume row is shown against it too (ratio_bus_to_limit).
+json rabbitmq_limit(case_runner& run, const suite_options& o, const sizes& s, json& consume) {
+  std::vector<json> runs;
+  for (int r = 0; r < o.runs; ++r)
+    runs.push_back(run.run("rabbitmq_consume",
+                           {"--url", o.rabbitmq_url, "--impl", "raw", "--slots",
+                            std::to_string(rabbitmq_limit_prefetch), "--ack-every",
+                            std::to_string(rabbitmq_limit_ack_every), "--messages",
+                            std::to_string(s.rabbitmq_many)}));
+  json limit = {{"prefetch", rabbitmq_limit_prefetch},
+                {"ack_every", rabbitmq_limit_ack_every},
+                {"messages", s.rabbitmq_many},
+                {"raw_msgs_per_s", median(runs, "msgs_per_s")},
+                {"raw_peak_rss_kb", median(runs, "peak_rss_kb")},
+                {"runs", runs}};
+  for (auto& row : consume)
+    row["ratio_bus_to_limit"] = ratio(row["bus_msgs_per_s"], limit["raw_msgs_per_s"]);
+  return limit;
+}
+
 json rabbitmq_section(case_runner& run, const suite_options& o, const sizes& s) {
   if (o.rabbitmq_url.empty())
-    return {{"status", o.rabbitmq_status}, {"send", nullptr}, {"consume", nullptr}};
+    return {{"status", o.rabbitmq_status},
+            {"send", nullptr},
+            {"async_send", nullptr},
+            {"consume", nullptr},
+            {"consume_limit", nullptr}};
+  auto consume = rabbitmq_rows(run, o, s, "rabbitmq_consume", "slots", rabbitmq_slots);
+  auto limit = rabbitmq_limit(run, o, s, consume);
   return {{"status", "a throwaway broker on this machine (scripts/rabbitmq-test-broker.sh); "
                      "persistent messages, publisher confirms, a durable classic queue, one "
-                     "basic.ack per message, on both sides"},
+                     "basic.ack per message on the raw side (the bus coalesces acks of "
+                     "messages already handled), except the raw limit row"},
           {"send", rabbitmq_rows(run, o, s, "rabbitmq_send", "senders", rabbitmq_senders)},
-          {"consume", rabbitmq_rows(run, o, s, "rabbitmq_consume", "slots", rabbitmq_slots)}};
+          {"async_send", rabbitmq_async_row(run, o, s)},
+          {"consume", consume},
+          {"consume_limit", limit}};
 }
 
 // -- targets ------------------------------------------------------------------
@@ -413,6 +466,12 @@ json evaluate_targets(const json& results) {
       }
     out.push_back(target("RabbitMQ bus vs raw rabbitmq-c, same guarantees", ">= 0.9", ratios,
                          worst >= 0.9));
+  }
+  if (mq.contains("async_send") && mq["async_send"].is_object()) {
+    const auto& row = mq["async_send"];
+    out.push_back(target("RabbitMQ async send, 1 thread, 1,000 in flight vs raw window 1,000",
+                         ">= 0.9", fmt("%.2f", num(row["ratio_bus_to_raw"])),
+                         num(row["ratio_bus_to_raw"]) >= 0.9));
   }
   return out;
 }
@@ -497,8 +556,29 @@ void print_table(const json& results, const suite_options& o) {
                     x(row["ratio_bus_to_raw"]).c_str(),
                     (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
       }
+    if (mq.contains("async_send") && mq["async_send"].is_object()) {
+      const auto& row = mq["async_send"];
+      auto label = "async send, " + std::to_string(row["window"].get<int>()) + " in flight";
+      std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(), k(row["messages"]).c_str(),
+                  fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
+                  fmt("%.1fk", num(row["raw_msgs_per_s"]) / 1000).c_str(),
+                  x(row["ratio_bus_to_raw"]).c_str(),
+                  (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
+    }
+    if (mq.contains("consume_limit") && mq["consume_limit"].is_object()) {
+      const auto& limit = mq["consume_limit"];
+      std::printf("  raw consume limit (prefetch %d, multiple ack per %d): %s msg/s; bus consume "
+                  "against it:",
+                  limit["prefetch"].get<int>(), limit["ack_every"].get<int>(),
+                  fmt("%.1fk", num(limit["raw_msgs_per_s"]) / 1000).c_str());
+      for (const auto& row : mq["consume"])
+        std::printf(" prefetch %d %s;", row["slots"].get<int>(), x(row["ratio_bus_to_limit"]).c_str());
+      std::printf("\n");
+    }
     std::printf("  send: concurrent bus.send() calls vs one raw publisher with as many "
-                "unconfirmed; consume: an endpoint with a no-op handler vs raw consume+decode\n");
+                "unconfirmed; async send: one thread, transport async_send with a window vs "
+                "raw with that window of confirms; consume: an endpoint with a no-op handler vs "
+                "raw consume+decode\n");
   }
 
   std::printf("\nTargets (goals, not assertions)\n");

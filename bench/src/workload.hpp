@@ -50,5 +50,6 @@ case_result run_redelivery(const case_args& args); // 1M pending redeliveries
 // Built only with the RabbitMQ transport (BUS_BENCH_WITH_RABBITMQ).
 case_result run_rabbitmq_send(const case_args& args);    // bus.send vs raw publish, confirmed
 case_result run_rabbitmq_consume(const case_args& args); // endpoint vs raw consume, acked
+case_result run_rabbitmq_async_send(const case_args& args); // async_send vs raw, a window of confirms
 
 } // namespace bench

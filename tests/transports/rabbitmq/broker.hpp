@@ -122,12 +122,18 @@ inline std::map<std::string, long> queue_depths() {
     output.append(buffer, n);
   if (::pclose(pipe.release()) != 0)
     FAIL(command << " failed: " << output);
+  // Line by line: rabbitmqctl prints a "name messages" header even with
+  // -q, and a line that does not end in a count is not a queue.
   std::map<std::string, long> depths;
   std::istringstream lines(output);
-  std::string name;
-  long messages = 0;
-  while (lines >> name >> messages)
-    depths[name] = messages;
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string name;
+    long messages = 0;
+    if (fields >> name >> messages)
+      depths[name] = messages;
+  }
   return depths;
 }
 

@@ -286,8 +286,11 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
   CHECK(handled["held-1"] >= 2);
   // At least once, bounded: a message is handled twice only if its
   // delivery was unacknowledged at the restart (at most the prefetch,
-  // `slots`), or if the producer's one send in flight lost its confirm and
-  // was published again.
+  // `slots`), if the producer's one send in flight lost its confirm and
+  // was published again, or if the scheduling of a failed message's
+  // redelivery (one send_delayed per slot at most) lost its confirm and was
+  // published into the delay levels again (seen: m-733 and m-743, both
+  // failing first, handled twice besides two unacknowledged at the restart).
   std::vector<std::string> twice;
   std::ostringstream counts;
   for (const auto& [id, n] : handled)
@@ -296,7 +299,7 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
       counts << ' ' << id << " (" << n << " times)";
     }
   INFO(twice.size() << " handled more than once:" << counts.str());
-  CHECK(twice.size() <= slots + 1);
+  CHECK(twice.size() <= 2 * slots + 1);
 
   // The endpoint's counters reconcile, with nothing left in flight.
   REQUIRE(stats.has_value());

@@ -26,6 +26,7 @@ bus_test_binary(rabbitmq_unit_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/settings_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/delay_levels_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/amqp_message_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/ack_window_test.cpp
   LIBS bus::rabbitmq rabbitmq::rabbitmq)
 target_include_directories(rabbitmq_unit_tests PRIVATE "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src")
 
@@ -53,7 +54,9 @@ bus_rabbitmq_test_binary(rabbitmq_conformance
 bus_rabbitmq_test_binary(rabbitmq_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/delayed_delivery_test.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/connection_test.cpp)
+          ${CMAKE_CURRENT_LIST_DIR}/connection_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/async_send_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/batched_ack_test.cpp)
 
 # The bus's runtime on the broker: error and skipped queues with their headers.
 bus_rabbitmq_test_binary(bus_on_rabbitmq_tests

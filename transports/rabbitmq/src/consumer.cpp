@@ -141,11 +141,15 @@ void consumer_pump::run(std::promise<result<void>> first) {
         else if (auto* cancel = std::get_if<cancel_command>(&c))
           cancel->done->set_value();
       }
+      flush_all_acks();
       break;
     }
     // In arrival order: an ack queued before a consume is sent before it.
     for (auto& c : batch)
       std::visit([this](auto& cmd) { handle(cmd); }, c);
+    // The acks of the whole batch, coalesced where that acknowledges
+    // nothing else.
+    flush_all_acks();
     if (session_ && !session_->alive())
       lose_session();
     auto now = clock::now();
@@ -221,6 +225,7 @@ void consumer_pump::lose_session() {
   for (auto& [queue, l] : links_) {
     l.channel = 0;
     l.consuming = false;
+    l.acks.reset();
     l.retry_at = {};
     l.retry_delay = std::chrono::milliseconds(0);
   }
@@ -290,10 +295,36 @@ void consumer_pump::handle(settle_command& c) {
   auto* l = link_of_channel(c.channel);
   if (!l || l->incarnation != c.incarnation)
     return; // the channel died: never send its tag on another one
-  int status = c.ack
-                   ? amqp_basic_ack(session_->raw(), c.channel, c.broker_tag, /*multiple=*/0)
-                   : amqp_basic_reject(session_->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0);
-  (void)session_->call_status(status);
+  if (c.ack) {
+    // Queued in the window, sent by the flush at the end of the batch
+    // (at once if the window cannot coalesce).
+    l->acks.ack(c.broker_tag, [&](std::uint64_t tag, bool multiple) {
+      (void)session_->call_status(amqp_basic_ack(session_->raw(), c.channel, tag, multiple));
+    });
+    return;
+  }
+  // The acks queued before this reject go first: one queued after it
+  // must not overtake it, and none may cover it.
+  flush_acks(*l);
+  if (!session_->alive())
+    return;
+  (void)session_->call_status(
+      amqp_basic_reject(session_->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0));
+  l->acks.settled_on_wire(c.broker_tag);
+}
+
+void consumer_pump::flush_acks(link& l) {
+  if (!l.acks.has_pending() || l.channel == 0 || !session_ || !session_->alive())
+    return;
+  l.acks.flush([&](std::uint64_t tag, bool multiple) {
+    if (session_->alive())
+      (void)session_->call_status(amqp_basic_ack(session_->raw(), l.channel, tag, multiple));
+  });
+}
+
+void consumer_pump::flush_all_acks() {
+  for (auto& [queue, l] : links_)
+    flush_acks(l);
 }
 
 amqp_status consumer_pump::establish(const std::string& queue, link& l) {
@@ -306,6 +337,7 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
       return failed;
     l.channel = ch;
     l.incarnation = next_incarnation_++;
+    l.acks.reset();
     std::lock_guard<std::mutex> guard(mutex_);
     live_incarnations_.insert(l.incarnation);
   }
@@ -346,6 +378,7 @@ void consumer_pump::drop_channel(link& l) {
   }
   l.channel = 0;
   l.consuming = false;
+  l.acks.reset();
 }
 
 void consumer_pump::schedule_retry(const std::string& queue, link& l, const std::string& why) {
@@ -375,8 +408,13 @@ consumer_pump::link* consumer_pump::link_of_channel(amqp_channel_t ch) {
   return nullptr;
 }
 
-void consumer_pump::reject_now(amqp_channel_t ch, std::uint64_t broker_tag) {
-  (void)session_->call_status(amqp_basic_reject(session_->raw(), ch, broker_tag, /*requeue=*/1));
+void consumer_pump::reject_now(link& l, std::uint64_t broker_tag) {
+  flush_acks(l);
+  if (!session_->alive())
+    return;
+  (void)session_->call_status(
+      amqp_basic_reject(session_->raw(), l.channel, broker_tag, /*requeue=*/1));
+  l.acks.settled_on_wire(broker_tag);
 }
 
 void consumer_pump::read_frames() {
@@ -432,8 +470,15 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
       queue = name;
       l = &candidate;
     }
-  if (!l || !l->handler || !l->consuming || l->consumer_tag != consumer_tag) {
-    reject_now(ch, broker_tag); // sent before a cancel took effect: back to the queue
+  if (!l) {
+    // No link owns the channel: nothing was coalesced on it.
+    (void)session_->call_status(amqp_basic_reject(session_->raw(), ch, broker_tag, 1));
+    return;
+  }
+  // Every delivery of a link's channel enters its window, in tag order.
+  l->acks.delivered(broker_tag);
+  if (!l->handler || !l->consuming || l->consumer_tag != consumer_tag) {
+    reject_now(*l, broker_tag); // sent before a cancel took effect: back to the queue
     return;
   }
   auto tag = next_tag_++;
@@ -454,8 +499,10 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
       std::lock_guard<std::mutex> guard(mutex_);
       still_ours = outstanding_.erase(tag) != 0;
     }
-    if (still_ours && session_->alive())
-      reject_now(ch, broker_tag);
+    if (still_ours && session_->alive()) {
+      if (auto* owner = link_of_channel(ch))
+        reject_now(*owner, broker_tag);
+    }
   }
 }
 

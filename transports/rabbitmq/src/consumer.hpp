@@ -7,6 +7,12 @@
 // woken through an eventfd, sends them on the channel the delivery came
 // from. rabbitmq-c is never called from two threads on one connection.
 //
+// Acks are sent in batches: the I/O thread takes every settlement queued
+// since it last looked, and acks that cover a run of deliveries with none
+// open or rejected among them go out as one basic.ack with `multiple`
+// (ack_window.hpp); the others go out alone. A reject is never overtaken by
+// an ack queued after it, nor covered by one queued before it.
+//
 // Each delivery gets a transport tag, unique for the life of the
 // transport, that maps to (channel incarnation, broker delivery tag). When
 // a channel or the connection dies, its incarnation dies with it: settling
@@ -30,6 +36,7 @@
 #include <unordered_set>
 #include <variant>
 
+#include "ack_window.hpp"
 #include "amqp_session.hpp"
 #include "backoff.hpp"
 #include "bus/transport.hpp"
@@ -100,6 +107,7 @@ private:
     std::uint64_t incarnation = 0;
     std::string consumer_tag;
     bool consuming = false;       // basic.consume active on `channel`
+    ack_window acks;              // the deliveries of `channel` and their settlements
     clock::time_point retry_at{}; // when to re-consume after a failure
     std::chrono::milliseconds retry_delay{0};
   };
@@ -120,7 +128,12 @@ private:
   void on_delivery(const amqp_frame_t& frame);
   void on_broker_cancel(const amqp_frame_t& frame);
   link* link_of_channel(amqp_channel_t ch);
-  void reject_now(amqp_channel_t ch, std::uint64_t broker_tag);
+  // Rejects (requeue) a delivery of `l`'s channel that was never handed
+  // out, or whose handler threw: sends the acks queued before it first.
+  void reject_now(link& l, std::uint64_t broker_tag);
+  // Sends the acks queued on `l` / on every link (ack_window::flush).
+  void flush_acks(link& l);
+  void flush_all_acks();
   void fail_waiting(clock::time_point now);
   std::chrono::milliseconds idle_wait(clock::time_point now) const;
   void forget_consumed(const std::string& queue);

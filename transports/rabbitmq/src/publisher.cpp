@@ -3,6 +3,8 @@
 #include <amqp_framing.h>
 
 #include <algorithm>
+#include <exception>
+#include <utility>
 
 #include "amqp_bytes.hpp"
 
@@ -44,28 +46,60 @@ std::uint64_t publisher::reconnects() const noexcept {
   return reconnects_;
 }
 
-result<std::uint32_t> publisher::submit(request_ptr r) {
-  r->deadline = clock::now() + settings_.operation_timeout;
-  auto outcome = r->done.get_future();
+void publisher::submit(request_ptr r) {
   bool first = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (stopping_)
-      return error{errc::transport_failure, "the RabbitMQ transport is closing"};
-    first = incoming_.empty();
-    incoming_.push_back(r);
+    if (!stopping_) {
+      // Set under the lock, so that deadlines never decrease along the
+      // queue (see in_flight_).
+      r->deadline = clock::now() + settings_.operation_timeout;
+      first = incoming_.empty();
+      incoming_.push_back(r);
+      r = nullptr;
+    }
+  }
+  if (r) {
+    finish(r, error{errc::transport_failure, "the RabbitMQ transport is closing"});
+    return;
   }
   // Only the request that makes the queue non-empty wakes the thread: the
   // ones behind it are taken with it, as the thread takes the whole queue
   // after clearing the wake-up (one write syscall per batch, not per send).
   if (first)
     wake_.notify();
-  // The I/O thread settles every request by its deadline, or when it stops.
-  return outcome.get();
+}
+
+result<std::uint32_t> publisher::submit_and_wait(request_ptr r) {
+  std::promise<result<std::uint32_t>> outcome;
+  auto future = outcome.get_future();
+  if (r->what == kind::inspect)
+    r->counted = [&outcome](result<std::uint32_t> n) { outcome.set_value(std::move(n)); };
+  else
+    r->done = [&outcome](result<void> ok) {
+      outcome.set_value(ok ? result<std::uint32_t>{std::uint32_t{0}}
+                           : result<std::uint32_t>{ok.error()});
+    };
+  submit(std::move(r));
+  // The I/O thread finishes every request by its deadline, or when it stops.
+  return future.get();
 }
 
 void publisher::finish(const request_ptr& r, result<std::uint32_t> outcome) {
-  r->done.set_value(std::move(outcome));
+  auto counted = std::exchange(r->counted, nullptr);
+  auto done = std::exchange(r->done, nullptr);
+  // A completion must not throw (the port's contract); if one does, it is
+  // reported and the I/O thread goes on with the others.
+  try {
+    if (counted)
+      counted(std::move(outcome));
+    else if (done)
+      done(outcome ? result<void>{} : result<void>{outcome.error()});
+  } catch (const std::exception& e) {
+    log_->error(std::string("a send's completion threw (it must not): ") + e.what());
+  } catch (...) {
+    log_->error("a send's completion threw (it must not)");
+  }
 }
 
 namespace {
@@ -78,39 +112,42 @@ result<void> as_void(result<std::uint32_t> r) {
 
 } // namespace
 
-result<void> publisher::send(const std::string& queue, outgoing_message msg) {
+void publisher::async_send(const std::string& queue, outgoing_message msg, completion done) {
   auto r = std::make_shared<request>();
   r->queue = queue;
   r->routing_key = queue;
   r->mandatory = true;
   r->message.emplace(std::move(msg));
-  return as_void(submit(std::move(r)));
+  r->done = std::move(done);
+  submit(std::move(r));
 }
 
-result<void> publisher::publish(const std::string& type, outgoing_message msg) {
+void publisher::async_publish(const std::string& type, outgoing_message msg, completion done) {
   auto r = std::make_shared<request>();
   r->type = type;
   r->exchange = type;
   r->message.emplace(std::move(msg));
-  return as_void(submit(std::move(r)));
+  r->done = std::move(done);
+  submit(std::move(r));
 }
 
-result<void> publisher::send_delayed(const std::string& queue, std::uint64_t units,
-                                     outgoing_message msg) {
+void publisher::async_send_delayed(const std::string& queue, std::uint64_t units,
+                                   outgoing_message msg, completion done) {
   auto r = std::make_shared<request>();
   r->queue = queue;
   r->delayed = true;
   r->exchange = levels_.entry_exchange();
   r->routing_key = levels_.routing_key(units, queue);
   r->message.emplace(std::move(msg));
-  return as_void(submit(std::move(r)));
+  r->done = std::move(done);
+  submit(std::move(r));
 }
 
 result<void> publisher::declare_queue(const std::string& queue) {
   auto r = std::make_shared<request>();
   r->what = kind::declare_queue;
   r->queue = queue;
-  return as_void(submit(std::move(r)));
+  return as_void(submit_and_wait(std::move(r)));
 }
 
 result<void> publisher::subscribe(const std::string& queue, const std::string& type) {
@@ -118,14 +155,14 @@ result<void> publisher::subscribe(const std::string& queue, const std::string& t
   r->what = kind::subscribe;
   r->queue = queue;
   r->type = type;
-  return as_void(submit(std::move(r)));
+  return as_void(submit_and_wait(std::move(r)));
 }
 
 result<std::uint32_t> publisher::message_count(const std::string& queue) {
   auto r = std::make_shared<request>();
   r->what = kind::inspect;
   r->queue = queue;
-  return submit(std::move(r));
+  return submit_and_wait(std::move(r));
 }
 
 // ---- the I/O thread ------------------------------------------------------
@@ -513,27 +550,23 @@ void publisher::on_return(const amqp_frame_t& frame) {
 }
 
 void publisher::expire(clock::time_point now) {
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (it->second->deadline > now) {
-      ++it;
-      continue;
-    }
-    finish(it->second, error{errc::transport_failure,
-                             "RabbitMQ at " + settings_.describe() + " did not confirm message "
-                                 + it->second->message->message_id() + " within "
-                                 + ms_text(settings_.operation_timeout)
-                                 + " (it may still arrive: a retry can duplicate it)"});
-    it = in_flight_.erase(it);
+  // Deadlines do not decrease along in_flight_ and backlog_: the expired
+  // ones are at the front.
+  while (!in_flight_.empty() && in_flight_.begin()->second->deadline <= now) {
+    auto r = in_flight_.begin()->second;
+    in_flight_.erase(in_flight_.begin());
+    finish(r, error{errc::transport_failure,
+                    "RabbitMQ at " + settings_.describe() + " did not confirm message "
+                        + r->message->message_id() + " within "
+                        + ms_text(settings_.operation_timeout)
+                        + " (it may still arrive: a retry can duplicate it)"});
   }
-  for (auto it = backlog_.begin(); it != backlog_.end();) {
-    if ((*it)->deadline > now) {
-      ++it;
-      continue;
-    }
-    finish(*it, error{errc::transport_failure,
-                      (blocked_ ? "waited " : "no connection to RabbitMQ for ")
-                          + ms_text(settings_.operation_timeout) + ": " + last_failure_});
-    it = backlog_.erase(it);
+  while (!backlog_.empty() && backlog_.front()->deadline <= now) {
+    auto r = std::move(backlog_.front());
+    backlog_.pop_front();
+    finish(r, error{errc::transport_failure,
+                    (blocked_ ? "waited " : "no connection to RabbitMQ for ")
+                        + ms_text(settings_.operation_timeout) + ": " + last_failure_});
   }
 }
 
@@ -550,10 +583,11 @@ std::chrono::milliseconds publisher::idle_wait(clock::time_point now) const {
   };
   if (!session_)
     until(next_attempt_);
-  for (const auto& [seq, r] : in_flight_)
-    until(r->deadline);
-  for (const auto& r : backlog_)
-    until(r->deadline);
+  // The earliest deadlines are at the fronts (see expire).
+  if (!in_flight_.empty())
+    until(in_flight_.begin()->second->deadline);
+  if (!backlog_.empty())
+    until(backlog_.front()->deadline);
   return wait;
 }
 

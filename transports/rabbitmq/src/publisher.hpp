@@ -4,11 +4,15 @@
 // unconfirmed publishes with it).
 //
 // Any thread may call the public members; each hands a request to the I/O
-// thread and waits for its outcome, which comes within the settings'
-// operation_timeout: a publish succeeds only once the broker confirmed it
-// (persisted it, for a durable queue). Requests from many threads are
-// pipelined: they share round trips to the broker instead of queueing
-// behind each other's confirms.
+// thread. Sends return at once and the I/O thread calls their completion
+// exactly once: when the broker confirms (ack), refuses (nack, or returns a
+// mandatory send: no such queue), when operation_timeout passes, or when
+// the publisher is destroyed. Declarations wait for their outcome, which
+// comes by the same deadline. A publish succeeds only once the broker confirmed it
+// (persisted it, for a durable queue). Requests from any number of callers
+// are pipelined on the one connection: they share round trips to the broker
+// instead of queueing behind each other's confirms, and requests from one
+// thread are carried out in the order they were made.
 //
 // After a connection loss the thread reconnects with backoff, declares the
 // recorded topology again, and republishes what was not confirmed (at least
@@ -19,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -31,6 +36,7 @@
 #include "amqp_message.hpp"
 #include "amqp_session.hpp"
 #include "backoff.hpp"
+#include "bus/transport.hpp"
 #include "delay_levels.hpp"
 #include "log.hpp"
 #include "topology.hpp"
@@ -42,7 +48,9 @@ class publisher {
 public:
   publisher(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
             std::shared_ptr<const rabbitmq_logger> log);
-  // Stops the thread; calls still waiting fail with errc::transport_failure.
+  // Stops the thread; every request not finished yet completes with
+  // errc::transport_failure before this returns. Must not run on the I/O
+  // thread (inside a completion).
   ~publisher();
   publisher(const publisher&) = delete;
   publisher& operator=(const publisher&) = delete;
@@ -51,18 +59,22 @@ public:
   // wrong password or an unreachable broker is reported here.
   [[nodiscard]] result<void> start();
 
+  // Each hands its message to the I/O thread and returns at once; `done`
+  // runs once with the outcome, on the I/O thread (inline if the publisher
+  // is closing).
+  //
   // To `queue` through the default exchange, mandatory: errc::unknown_queue
   // when the broker returns it because no such queue exists.
-  [[nodiscard]] result<void> send(const std::string& queue, outgoing_message msg);
+  void async_send(const std::string& queue, outgoing_message msg, completion done);
   // To the fanout exchange of `type`, declared first (so that a type
   // nobody subscribed to is no error).
-  [[nodiscard]] result<void> publish(const std::string& type, outgoing_message msg);
+  void async_publish(const std::string& type, outgoing_message msg, completion done);
   // Into the delay levels for `units` units, then to `queue`. Declares the
   // levels and binds `queue` first (errc::unknown_queue if it does not
   // exist): a message whose queue has no binding would be dropped at the
   // last level.
-  [[nodiscard]] result<void> send_delayed(const std::string& queue, std::uint64_t units,
-                                          outgoing_message msg);
+  void async_send_delayed(const std::string& queue, std::uint64_t units, outgoing_message msg,
+                          completion done);
 
   [[nodiscard]] result<void> declare_queue(const std::string& queue);
   [[nodiscard]] result<void> subscribe(const std::string& queue, const std::string& type);
@@ -86,11 +98,19 @@ private:
     std::optional<outgoing_message> message;
     clock::time_point deadline;
     std::optional<std::string> returned; // why the broker returned it (basic.return)
-    std::promise<result<std::uint32_t>> done;
+    // Exactly one of the two is set, and finish() calls it once.
+    completion done;                                     // everything but inspect
+    std::function<void(result<std::uint32_t>)> counted; // inspect
   };
   using request_ptr = std::shared_ptr<request>;
 
-  result<std::uint32_t> submit(request_ptr r);
+  // Hands `r` to the I/O thread; finishes it at once if the publisher is
+  // closing. Never waits.
+  void submit(request_ptr r);
+  // submit, then waits for the outcome.
+  result<std::uint32_t> submit_and_wait(request_ptr r);
+  // Calls the request's completion with `outcome`, once: the completion is
+  // taken out of the request first, so a second call does nothing.
   void finish(const request_ptr& r, result<std::uint32_t> outcome);
 
   // All below run on the I/O thread only.
@@ -131,6 +151,9 @@ private:
   // wait in the backlog instead, where their deadlines still apply.
   bool blocked_ = false;
   std::uint64_t next_seq_ = 1;
+  // Deadlines do not decrease along either container (each request's is
+  // set under mutex_ as it is queued, and both keep the order of arrival),
+  // so the front holds the earliest: expire() and idle_wait() look there.
   std::map<std::uint64_t, request_ptr> in_flight_; // by publish sequence number
   std::deque<request_ptr> backlog_;                // waiting for (a) session
   std::set<std::string> exchanges_declared_;       // on this session

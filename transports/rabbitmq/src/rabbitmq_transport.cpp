@@ -1,6 +1,7 @@
 #include "bus/rabbitmq_transport.hpp"
 
 #include <exception>
+#include <future>
 
 #include "consumer.hpp"
 #include "delay_levels.hpp"
@@ -23,6 +24,15 @@ result<void> check_name(const std::string& name, const char* what) {
                                                   + name.substr(0, 40) + "...' is longer than "
                                                   + std::to_string(max_name) + " bytes"};
   return {};
+}
+
+// Runs an asynchronous operation and waits for its completion: the
+// blocking forms are the asynchronous ones and a promise.
+template <class Start> result<void> wait_for(Start&& start) {
+  std::promise<result<void>> outcome;
+  auto future = outcome.get_future();
+  start([&outcome](result<void> r) { outcome.set_value(std::move(r)); });
+  return future.get();
 }
 
 } // namespace
@@ -101,27 +111,42 @@ void rabbitmq_transport::cancel(const std::string& queue) {
 }
 
 result<void> rabbitmq_transport::send(const std::string& queue, envelope msg) {
-  if (auto ok = check_name(queue, "queue"); !ok)
-    return ok;
-  auto out = detail::outgoing_message::from(msg);
-  if (!out)
-    return out.error();
-  return impl_->publishing.send(queue, std::move(*out));
+  return wait_for([&](completion done) { async_send(queue, std::move(msg), std::move(done)); });
 }
 
 result<void> rabbitmq_transport::send_delayed(const std::string& queue, envelope msg,
                                               duration delay) {
+  return wait_for([&](completion done) {
+    async_send_delayed(queue, std::move(msg), delay, std::move(done));
+  });
+}
+
+result<void> rabbitmq_transport::publish(envelope msg) {
+  return wait_for([&](completion done) { async_publish(std::move(msg), std::move(done)); });
+}
+
+void rabbitmq_transport::async_send(const std::string& queue, envelope msg, completion done) {
   if (auto ok = check_name(queue, "queue"); !ok)
-    return ok;
+    return done(ok);
+  auto out = detail::outgoing_message::from(msg);
+  if (!out)
+    return done(out.error());
+  impl_->publishing.async_send(queue, std::move(*out), std::move(done));
+}
+
+void rabbitmq_transport::async_send_delayed(const std::string& queue, envelope msg,
+                                            duration delay, completion done) {
+  if (auto ok = check_name(queue, "queue"); !ok)
+    return done(ok);
   const auto& levels = impl_->levels;
   if (delay > levels.max_delay())
-    return error{errc::invalid_configuration,
-                 "cannot hold message " + msg.message_id + " for " + to_hms(delay)
-                     + ": the delay levels hold at most " + to_hms(levels.max_delay())
-                     + " (raise delay_levels or delay_unit)"};
+    return done(error{errc::invalid_configuration,
+                      "cannot hold message " + msg.message_id + " for " + to_hms(delay)
+                          + ": the delay levels hold at most " + to_hms(levels.max_delay())
+                          + " (raise delay_levels or delay_unit)"});
   auto units = levels.units(delay);
   if (units == 0)
-    return send(queue, std::move(msg));
+    return async_send(queue, std::move(msg), std::move(done));
   // The queue's name ends the routing key and its delay binding; a word
   // that is a wildcard there would catch other queues' messages.
   std::size_t start = 0;
@@ -129,36 +154,38 @@ result<void> rabbitmq_transport::send_delayed(const std::string& queue, envelope
     auto dot = queue.find('.', start);
     auto word = queue.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (word == "*" || word == "#")
-      return error{errc::invalid_configuration, "queue '" + queue
-                                                    + "' cannot take delayed messages: '" + word
-                                                    + "' is a wildcard in a routing key"};
+      return done(error{errc::invalid_configuration, "queue '" + queue
+                                                         + "' cannot take delayed messages: '"
+                                                         + word
+                                                         + "' is a wildcard in a routing key"});
     if (dot == std::string::npos)
       break;
     start = dot + 1;
   }
   if (2 * levels.count() + queue.size() > max_name)
-    return error{errc::invalid_configuration,
-                 "queue '" + queue + "' cannot take delayed messages: with "
-                     + std::to_string(levels.count()) + " delay levels its name may have at most "
-                     + std::to_string(max_name - 2 * levels.count()) + " bytes"};
+    return done(error{errc::invalid_configuration,
+                      "queue '" + queue + "' cannot take delayed messages: with "
+                          + std::to_string(levels.count())
+                          + " delay levels its name may have at most "
+                          + std::to_string(max_name - 2 * levels.count()) + " bytes"});
   auto out = detail::outgoing_message::from(msg);
   if (!out)
-    return out.error();
-  return impl_->publishing.send_delayed(queue, units, std::move(*out));
+    return done(out.error());
+  impl_->publishing.async_send_delayed(queue, units, std::move(*out), std::move(done));
 }
 
-result<void> rabbitmq_transport::publish(envelope msg) {
+void rabbitmq_transport::async_publish(envelope msg, completion done) {
   // No type, no exchange: nobody can have subscribed (subscribe refuses an
   // empty type), and a publish without listeners is no error.
   if (msg.message_type.empty())
-    return {};
+    return done(result<void>{});
   if (auto ok = check_name(msg.message_type, "message type"); !ok)
-    return ok;
+    return done(ok);
   auto type = msg.message_type;
   auto out = detail::outgoing_message::from(msg);
   if (!out)
-    return out.error();
-  return impl_->publishing.publish(type, std::move(*out));
+    return done(out.error());
+  impl_->publishing.async_publish(type, std::move(*out), std::move(done));
 }
 
 result<void> rabbitmq_transport::ack(std::uint64_t tag) {

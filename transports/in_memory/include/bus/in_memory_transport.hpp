@@ -5,6 +5,10 @@
 // Thread-safe: any thread may call any member. Delivery handlers run on the
 // calling thread, outside the lock, after the operation that made the
 // delivery possible (a send, a publish, an ack, a reject, consume itself).
+// It never waits on anything but its own lock, so the port's default
+// asynchronous forms are right for it: async_send and async_publish run the
+// blocking form and call their completion inline, on the caller's thread,
+// before they return (after the deliveries that the send made).
 #pragma once
 
 #include <condition_variable>

@@ -6,8 +6,11 @@
 // Thread-safe: any thread may call any member. Two connections, each owned
 // by its own I/O thread: one publishes (with publisher confirms) and
 // declares, one consumes. Delivery handlers run on the consuming thread;
-// ack and reject are handed to it. Both reconnect on their own, with
-// backoff, after a connection loss or a broker restart.
+// ack and reject are handed to it (and acks coalesced there where that
+// acknowledges nothing else). The completions of async_send, async_publish
+// and async_send_delayed run on the publishing thread. Both threads
+// reconnect on their own, with backoff, after a connection loss or a
+// broker restart.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +38,9 @@ public:
   connect(rabbitmq_settings settings);
 
   // Closes both connections: RabbitMQ requeues every delivery not settled,
-  // and calls still waiting fail. Must not run inside a delivery handler.
+  // calls still waiting fail, and every asynchronous send not completed yet
+  // completes with errc::transport_failure before this returns. Must not
+  // run inside a delivery handler or a completion.
   ~rabbitmq_transport() override;
 
   [[nodiscard]] std::string_view name() const noexcept override { return "rabbitmq"; }
@@ -61,6 +66,24 @@ public:
   // the levels hold.
   result<void> send_delayed(const std::string& queue, envelope msg, duration delay) override;
   result<void> publish(envelope msg) override;
+  // The three above without waiting: the message is handed to the
+  // publishing connection's I/O thread and the call returns. `done` runs
+  // exactly once, on that thread, when the broker confirms the message,
+  // refuses it (a nack; a send to a queue that does not exist is
+  // errc::unknown_queue), when operation_timeout passes without a confirm
+  // (errc::transport_failure; the message may still arrive), or when the
+  // transport is destroyed first (errc::transport_failure). A request the
+  // transport refuses before it leaves (a bad name, a delay too long)
+  // completes inline, before the call returns. Any number of them may be
+  // in flight, from any number of threads, pipelined on one connection;
+  // those from one thread go out in the order they were made. After a
+  // connection loss the unconfirmed ones are published again (at least
+  // once) and complete when the new connection confirms them, or by their
+  // deadline. The blocking forms above are these and a wait.
+  void async_send(const std::string& queue, envelope msg, completion done) override;
+  void async_send_delayed(const std::string& queue, envelope msg, duration delay,
+                          completion done) override;
+  void async_publish(envelope msg, completion done) override;
   // Hand the settlement to the consuming connection and return. An error if
   // the tag is not outstanding, or if its channel died since it was
   // delivered: that message comes again, and an ack sent on another

@@ -1,0 +1,194 @@
+// The RabbitMQ transport's asynchronous sends against a real broker, seen
+// through a relay the test can pause, drop and cut (tcp_relay.hpp): a send
+// never waits for the broker, a thousand are confirmed in flight at once on
+// one connection, and every completion runs exactly once whatever happens
+// to the broker: confirmed, timed out, out of reach, or the transport
+// destroyed first.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "broker.hpp"
+#include "bus/rabbitmq_transport.hpp"
+#include "tcp_relay.hpp"
+#include "transports/completion_log.hpp"
+
+using namespace std::chrono_literals;
+using bus::test::completion_log;
+using bus::test::tcp_relay;
+
+namespace {
+
+bus::envelope message(std::string id) {
+  bus::envelope env;
+  env.message_id = std::move(id);
+  env.message_type = "order_placed";
+  env.body = bus::message_body::text(R"({"order_id":"o-1"})");
+  return env;
+}
+
+std::uint16_t broker_port() {
+  return bus::test::test_settings().port;
+}
+
+// The test broker's settings, reached through `relay`.
+bus::rabbitmq_settings through(const tcp_relay& relay) {
+  auto s = bus::test::test_settings();
+  s.host = "127.0.0.1";
+  s.port = relay.port();
+  s.reconnect_delay_min = 100ms;
+  s.reconnect_delay_max = 200ms;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("1,000 asynchronous sends from one thread are in flight at once, all confirmed and "
+          "all on the queue",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port());
+  completion_log done; // outlives the transport, which may call it until destroyed
+  auto t = bus::test::connect_transport(through(relay));
+  auto q = bus::test::unique_name("async_1000");
+  REQUIRE(t->declare_queue(q));
+  // Nothing reaches the broker now, so nothing can be confirmed: a send
+  // that waited for its confirm would hang here.
+  relay.pause();
+  for (int i = 0; i < 1000; ++i) {
+    auto id = "m-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  CHECK(done.total() == 0);
+  relay.resume();
+  REQUIRE(done.wait_for(1000));
+  CHECK(done.succeeded() == 1000);
+  CHECK(done.each_exactly_once());
+  CHECK(t->message_count(q).value() == 1000);
+}
+
+TEST_CASE("a send the broker does not confirm within operation_timeout fails, and later sends "
+          "go through",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port());
+  auto s = through(relay);
+  s.operation_timeout = 1s;
+  completion_log done;
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("async_timeout");
+  REQUIRE(t->declare_queue(q));
+  relay.pause();
+  for (int i = 0; i < 10; ++i) {
+    auto id = "late-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  // Not a hang: each fails by its deadline, while the relay still holds
+  // the connection open.
+  REQUIRE(done.wait_for(10, 5s));
+  CHECK(done.failed_with(bus::errc::transport_failure) == 10);
+  CHECK_THAT(done.outcome("late-0").error().message, Catch::Contains("did not confirm"));
+  relay.resume();
+  t->async_send(q, message("after"), done.make("after"));
+  REQUIRE(done.wait_for(11, 5s));
+  CHECK(done.outcome("after"));
+  CHECK(done.each_exactly_once());
+}
+
+TEST_CASE("asynchronous sends fail, not hang, while the broker is out of reach",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port());
+  auto s = through(relay);
+  s.operation_timeout = 1s;
+  completion_log done;
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("async_unreachable");
+  REQUIRE(t->declare_queue(q));
+  relay.pause();
+  for (int i = 0; i < 100; ++i) { // on the wire when the broker goes
+    auto id = "before-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  relay.cut();
+  for (int i = 0; i < 100; ++i) { // while it is gone
+    auto id = "after-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  REQUIRE(done.wait_for(200, 10s));
+  CHECK(done.failed_with(bus::errc::transport_failure) == 200);
+  CHECK(done.each_exactly_once());
+  auto blocking = t->send(q, message("blocking"));
+  REQUIRE_FALSE(blocking);
+  CHECK(blocking.error().code == bus::errc::transport_failure);
+}
+
+TEST_CASE("sends unconfirmed when the connection drops are published again and complete on the "
+          "next one",
+          "[rabbitmq][async][reconnect]") {
+  tcp_relay relay(broker_port());
+  completion_log done;
+  auto t = bus::test::connect_transport(through(relay));
+  auto q = bus::test::unique_name("async_republish");
+  REQUIRE(t->declare_queue(q));
+  relay.pause();
+  for (int i = 0; i < 200; ++i) {
+    auto id = "m-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  // The connection dies with all 200 unconfirmed (none reached the broker).
+  relay.drop();
+  REQUIRE(done.wait_for(200));
+  CHECK(done.succeeded() == 200);
+  CHECK(done.each_exactly_once());
+  CHECK(t->reconnects() >= 1);
+  CHECK(t->message_count(q).value() == 200);
+}
+
+TEST_CASE("destroying the transport with sends in flight completes each of them with a failure",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port());
+  auto s = through(relay);
+  s.operation_timeout = 2s; // the polite close waits that long on the paused relay
+  completion_log done;
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("async_destroyed");
+  REQUIRE(t->declare_queue(q));
+  relay.pause();
+  for (int i = 0; i < 500; ++i) {
+    auto id = "m-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  t.reset();
+  // Before the destructor returned, not some time later.
+  CHECK(done.total() == 500);
+  CHECK(done.failed_with(bus::errc::transport_failure) == 500);
+  CHECK(done.each_exactly_once());
+}
+
+TEST_CASE("a send the broker refuses with basic.nack completes with transport_failure",
+          "[rabbitmq][async]") {
+  // A queue that holds one message and refuses publishes beyond it: the
+  // broker nacks them (overflow reject-publish). Set by a policy named
+  // after the queue, so that no other queue is touched.
+  auto q = bus::test::unique_name("async_nack");
+  auto policy = "bus-test-" + q;
+  REQUIRE(bus::test::rabbitmqctl("set_policy --apply-to queues '" + policy + "' '^" + q + "$' "
+                                 + "'{\"max-length\":1,\"overflow\":\"reject-publish\"}'")
+          == 0);
+  completion_log done;
+  auto t = bus::test::connect_transport();
+  REQUIRE(t->declare_queue(q));
+  t->async_send(q, message("m-1"), done.make("m-1"));
+  REQUIRE(done.wait_for(1));
+  CHECK(done.outcome("m-1"));
+  t->async_send(q, message("m-2"), done.make("m-2"));
+  t->async_send(q, message("m-3"), done.make("m-3"));
+  REQUIRE(done.wait_for(3));
+  CHECK(done.failed_with(bus::errc::transport_failure) == 2);
+  CHECK_THAT(done.outcome("m-2").error().message, Catch::Contains("basic.nack"));
+  auto blocking = t->send(q, message("m-4"));
+  REQUIRE_FALSE(blocking);
+  CHECK(blocking.error().code == bus::errc::transport_failure);
+  CHECK(t->message_count(q).value() == 1);
+  CHECK(done.each_exactly_once());
+  bus::test::rabbitmqctl("clear_policy '" + policy + "'");
+}
