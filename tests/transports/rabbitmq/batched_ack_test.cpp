@@ -12,7 +12,7 @@
 
 #include "broker.hpp"
 #include "bus/rabbitmq_transport.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "support/delivery_collector.hpp"
 
 using namespace std::chrono_literals;
