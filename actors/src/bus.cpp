@@ -391,8 +391,8 @@ const message_registry& message_bus::registry() const noexcept { return *impl_->
 
 transport& message_bus::transport() const noexcept { return *impl_->transport; }
 
-result<void> message_bus::dispatch(const std::string& queue, result<message_body> body,
-                           send_options options) {
+result<envelope> message_bus::stamp(const std::string& queue, result<message_body> body,
+                                    send_options options) {
   if (impl_->state == impl::phase::stopped)
     return error{errc::not_running, "the bus is stopped; start() it again to send"};
   if (!body)
@@ -403,8 +403,29 @@ result<void> message_bus::dispatch(const std::string& queue, result<message_body
   env.response_address = std::move(options.response_address);
   env.fault_address = std::move(options.fault_address);
   env.headers = std::move(options.headers);
-  return queue.empty() ? impl_->transport->publish(std::move(env))
-                       : impl_->transport->send(queue, std::move(env));
+  return env;
+}
+
+result<void> message_bus::dispatch(const std::string& queue, result<message_body> body,
+                                   send_options options) {
+  auto env = stamp(queue, std::move(body), std::move(options));
+  if (!env)
+    return env.error();
+  return queue.empty() ? impl_->transport->publish(std::move(*env))
+                       : impl_->transport->send(queue, std::move(*env));
+}
+
+void message_bus::dispatch_async(const std::string& queue, result<message_body> body,
+                                 send_options options, completion done) {
+  auto env = stamp(queue, std::move(body), std::move(options));
+  if (!env) {
+    done(env.error());
+    return;
+  }
+  if (queue.empty())
+    impl_->transport->async_publish(std::move(*env), std::move(done));
+  else
+    impl_->transport->async_send(queue, std::move(*env), std::move(done));
 }
 
 } // namespace bus

@@ -163,3 +163,37 @@ TEST_CASE_METHOD(caf_fixture, "send and publish on a stopped bus are refused as 
   CHECK(published.error().code == bus::errc::not_running);
   CHECK(transport->depth("billing") == 0);
 }
+
+TEST_CASE_METHOD(caf_fixture, "one thread keeps many non-blocking sends in flight, each completed once") {
+  auto b = builder();
+  b.endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed&) {});
+  });
+  auto bus = start(b);
+  constexpr int sent = 1000;
+  std::vector<int> completions(sent, 0);
+  int failures = 0;
+  for (int i = 0; i < sent; ++i)
+    bus->send_async("billing", order_placed{"o-" + std::to_string(i), 1},
+                    [&, i](bus::result<void> r) {
+                      ++completions[i];
+                      failures += r ? 0 : 1;
+                    });
+  CHECK(std::count(completions.begin(), completions.end(), 1) == sent);
+  CHECK(failures == 0);
+  sched.run();
+  CHECK(stats(*bus, "billing").handled == sent);
+
+  int published = 0;
+  bus->publish_async(order_placed{"o-p", 1}, [&](bus::result<void> r) { published += r ? 1 : 0; });
+  CHECK(published == 1);
+
+  bus->request_stop();
+  sched.run();
+  std::optional<bus::errc> refused;
+  bus->send_async("billing", order_placed{"o-late", 1}, [&](bus::result<void> r) {
+    if (!r)
+      refused = r.error().code;
+  });
+  CHECK(refused == bus::errc::not_running);
+}

@@ -12,6 +12,9 @@
 //   bus.value()->start();
 //   bus.value()->publish(order_placed{"o-1", 42.0});
 //   bus.value()->stop();           // drains work in flight, leaves no actor behind
+//
+// Threads: each endpoint's handlers run on a thread per slot by default
+// (bus::handler_threads), beside CAF's own workers; see the README.
 #pragma once
 
 #include <functional>
@@ -159,6 +162,10 @@ public:
   // Stops one endpoint, draining its work as request_stop() does.
   result<void> remove_endpoint(const std::string& name);
 
+  // Sends `msg` to `queue` and returns once the transport has it (on a
+  // broker: once the broker confirmed it). errc::not_running once the bus
+  // stopped. Thread-safe; for callers outside actors (an actor uses the
+  // non-blocking form, or a handler's context).
   template <class T>
   result<void> send(const std::string& queue, T msg, send_options options = {}) {
     return dispatch(queue, registry().make_body(std::move(msg)), std::move(options));
@@ -167,6 +174,21 @@ public:
   template <class T>
   result<void> publish(T msg, send_options options = {}) {
     return dispatch({}, registry().make_body(std::move(msg)), std::move(options));
+  }
+
+  // The non-blocking forms: they return at once and call `done` exactly
+  // once with what send() or publish() would have returned, on the
+  // transport's thread or inline before they return. So one thread can
+  // keep a thousand confirmed sends in flight. `done` must not block and
+  // must not call back into the bus's blocking members.
+  template <class T>
+  void send_async(const std::string& queue, T msg, completion done, send_options options = {}) {
+    dispatch_async(queue, registry().make_body(std::move(msg)), std::move(options), std::move(done));
+  }
+
+  template <class T>
+  void publish_async(T msg, completion done, send_options options = {}) {
+    dispatch_async({}, registry().make_body(std::move(msg)), std::move(options), std::move(done));
   }
 
   // The counters of `endpoint`, or nothing if there is no such endpoint.
@@ -181,8 +203,13 @@ private:
   friend class bus_builder;
   explicit message_bus(std::unique_ptr<impl> state);
 
+  // The envelope a send from outside a handler carries, or why there is none.
+  result<envelope> stamp(const std::string& queue, result<message_body> body,
+                         send_options options);
   result<void> dispatch(const std::string& queue, result<message_body> body,
                         send_options options);
+  void dispatch_async(const std::string& queue, result<message_body> body, send_options options,
+                      completion done);
 
   std::unique_ptr<impl> impl_;
 };
