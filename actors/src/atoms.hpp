@@ -23,10 +23,9 @@ using schedule_atom = caf::atom_constant<caf::atom("schedule")>; // consumer -> 
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler -> itself
 using retry_atom = caf::atom_constant<caf::atom("retry")>;       // consumer -> itself
 using ok_atom = caf::atom_constant<caf::atom("ok")>;
-using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   // consumer -> breaker
-using limit_atom = caf::atom_constant<caf::atom("limit")>;       // breaker -> endpoint
+using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   // consumer -> endpoint
+using limit_atom = caf::atom_constant<caf::atom("limit")>;       // endpoint -> breaker
 using resume_atom = caf::atom_constant<caf::atom("resume")>;     // endpoint -> itself
-using status_atom = caf::atom_constant<caf::atom("status")>;     // endpoint -> breaker
 using retrying_atom = caf::atom_constant<caf::atom("retrying")>; // consumer -> endpoint
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;       // endpoint -> consumer
 using sent_atom = caf::atom_constant<caf::atom("sent")>;         // transport -> consumer
@@ -53,6 +52,8 @@ enum class outcome : std::uint8_t {
   skipped,       // a copy is on the skipped queue (or dropped by option): ack
   scheduled,     // the scheduler holds a copy for redelivery: ack
   requeue,       // not done and not safe anywhere else: back to the transport
+  stale,         // came over a connection that is gone: the broker delivers it
+                 // again, so nothing is settled; counted as requeued
 };
 
 } // namespace bus::detail

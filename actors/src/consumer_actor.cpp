@@ -17,10 +17,11 @@ namespace bus::detail {
 
 namespace {
 
-// Every attempt's result goes to the circuit breaker, if there is one.
-void tell_breaker(consumer* self, bool succeeded) {
-  if (self->state.breaker)
-    self->send(self->state.breaker, attempt_atom::value, succeeded);
+// A rate-limited endpoint counts failed attempts as they happen (immediate
+// retries included); a success it learns from the delivery's report.
+void report_failed_attempt(consumer* self) {
+  if (self->state.rt->definition().rate_limit.consecutive_failures > 0)
+    self->send(self->state.endpoint, attempt_atom::value);
 }
 
 bool is_poison(const std::exception_ptr& e) {
@@ -103,6 +104,8 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
   cur.item = std::move(d);
   cur.claim = std::move(claim);
   cur.throttled = throttled;
+  if (dropped_as_stale(self))
+    return false; // waited for a slot while its connection died: not run at all
   const auto& msg = *cur.item.message;
   cur.handler = rt.find_handler(msg.message_type);
   if (held_back_here(rt, msg)) {
@@ -175,7 +178,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
   rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-  tell_breaker(self, false);
+  report_failed_attempt(self);
   cur.last_exception = std::move(error);
   // Rethrowing is the only way to look into an exception_ptr, and it is
   // costly: described once here, read by every step that follows.
@@ -226,7 +229,6 @@ void on_failure(consumer* self, std::exception_ptr error) {
 }
 
 void succeed(consumer* self) {
-  tell_breaker(self, true);
   const auto& cur = *self->state.current;
   self->state.rt->emit(event_kind::handled, *cur.item.message,
                        [&](bus_event& e) { e.attempt = cur.attempt; });
@@ -234,12 +236,11 @@ void succeed(consumer* self) {
 }
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler, caf::actor breaker) {
+                             caf::actor scheduler) {
   auto& st = self->state;
   st.rt = std::move(rt);
   st.endpoint = std::move(endpoint);
   st.scheduler = std::move(scheduler);
-  st.breaker = std::move(breaker);
   const auto& seed = st.rt->config().jitter_seed;
   // A fixed seed still differs per consumer (its actor id), so that slots
   // do not jitter in lockstep.
@@ -271,7 +272,7 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
       run_attempt(self);
     },
     // A new scheduler, after the endpoint noticed the old one died.
-    [=](scheduler_atom, caf::actor& scheduler) { self->state.scheduler = std::move(scheduler); },
+    [=](scheduler_atom, caf::actor& scheduler) { scheduler_replaced(self, std::move(scheduler)); },
   };
 }
 

@@ -58,13 +58,16 @@ struct current_delivery {
   std::optional<bus::error> outbox_error;  // the first refusal among them
   int refusals = 0;                        // "not now" refusals so far: the backoff
   ending_step waiting_for = ending_step::outbox; // what the backoff timer tries again
+  // A hand-off to the scheduler waiting for its answer: which step asked,
+  // and which hand-off it is (a late answer to an older one is ignored).
+  std::optional<ending_step> handing_off;
+  std::uint64_t handoff = 0;
 };
 
 struct consumer_state {
   endpoint_runtime_ptr rt;
   caf::actor endpoint;
   caf::actor scheduler;
-  caf::actor breaker; // null when rate limiting is off
   std::mt19937_64 jitter; // draws for retry delays; seeded per consumer
   std::optional<current_delivery> current;
   static inline const char* name = "bus.consumer";
@@ -73,6 +76,6 @@ struct consumer_state {
 using consumer = caf::stateful_actor<consumer_state>;
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler, caf::actor breaker);
+                             caf::actor scheduler);
 
 } // namespace bus::detail

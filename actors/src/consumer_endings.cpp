@@ -90,12 +90,13 @@ void raise_fault(consumer* self, const fault_details& fault) {
   auto event = fault_event(runtime(self), *cur.item.message, cur.body, fault);
   if (!event)
     return;
-  auto rt = self->state.rt;
-  auto done = [rt, id = cur.item.message->message_id,
+  // The completion runs on the transport's thread: it holds the logger
+  // only, never the endpoint's runtime, whose last reference would then
+  // destroy the transport on its own thread.
+  auto done = [log = runtime(self).log().move_to_error, id = cur.item.message->message_id,
                type = cur.body.type()->fault_type_name](result<void> raised) {
     if (!raised)
-      rt->log().move_to_error->error("cannot raise {} for message {}: {}", type, id,
-                                     to_string(raised.error()));
+      log->error("cannot raise {} for message {}: {}", type, id, to_string(raised.error()));
   };
   auto& transport = runtime(self).transport();
   if (event->queue.empty())
@@ -110,6 +111,23 @@ void dead_lettered(consumer* self) {
   raise_fault(self, fault);
   emit_end(self, event_kind::dead_lettered, fault);
   settle_and_report(self, outcome::dead_lettered);
+}
+
+// Starts a hand-off to the scheduler for `step`. The returned check tells
+// an answer that still counts: the delivery is current, and the hand-off
+// was not given up since (its scheduler died: see scheduler_replaced).
+std::function<bool()> begin_handoff(consumer* self, ending_step step) {
+  auto& cur = current(self);
+  cur.handing_off = step;
+  auto tag = cur.item.tag;
+  auto handoff = ++cur.handoff;
+  return [self, tag, handoff] {
+    auto& cur = self->state.current;
+    if (!cur || cur->item.tag != tag || cur->handoff != handoff || !cur->handing_off)
+      return false;
+    cur->handing_off.reset();
+    return true;
+  };
 }
 
 // How long a failed message that could be kept nowhere waits before the
@@ -127,17 +145,16 @@ void park_for_later(consumer* self) {
   copy->headers.set(header::fault_pending, rt.name());
   rt.log().move_to_error->critical("holding message {} for {} before trying its error queue again",
                                    cur.item.message->message_id, to_hms(park_delay));
-  auto tag = cur.item.tag;
-  auto still_current = [=] { return self->state.current && self->state.current->item.tag == tag; };
+  auto answered = begin_handoff(self, ending_step::error_queue);
   self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy),
                 park_delay, announcement{})
     .then(
       [=](ok_atom) {
-        if (still_current())
+        if (answered())
           settle_and_report(self, outcome::scheduled);
       },
       [=](caf::error&) {
-        if (still_current())
+        if (answered())
           settle_and_report(self, outcome::requeue);
       });
 }
@@ -246,13 +263,13 @@ void on_outbox(consumer* self, result<void> sent) {
   on_failure(self, std::make_exception_ptr(std::runtime_error(why)));
 }
 
-// Whether the scheduler refused for now only (the transport could not
-// reach the broker), or is gone (the endpoint starts a new one).
-bool scheduler_refused_for_now(const caf::error& err) {
-  if (err == caf::sec::request_receiver_down)
-    return true;
-  return err && err.category() == scheduler_refusal
-         && err.code() == refusal_code(errc::transport_failure);
+// Whether the scheduler refused for good: the transport will never hold
+// this message (a delay longer than its levels hold). Anything else is for
+// now: the broker out of reach, or the scheduler gone (its endpoint starts
+// a new one), and the message waits with its slot.
+bool scheduler_refused_for_good(const caf::error& err) {
+  return err.category() == scheduler_refusal
+         && err.code() != refusal_code(errc::transport_failure);
 }
 
 std::string refusal_text(consumer* self, const caf::error& err) {
@@ -266,14 +283,27 @@ std::string refusal_text(consumer* self, const caf::error& err) {
 
 bool claim_ending(consumer* self) {
   auto& cur = current(self);
-  if (cur.claim->claim())
-    return true;
   const auto& rt = runtime(self);
-  rt.log().endpoint->info("message {} was given back to '{}' by the stop of endpoint '{}' before "
-                          "its attempt ended; its outcome is dropped",
-                          cur.item.message->message_id, cur.item.queue, rt.name());
-  self->state.current.reset();
-  return false;
+  if (!cur.claim->claim()) {
+    rt.log().endpoint->info("message {} was given back to '{}' by the stop of endpoint '{}' before "
+                            "its attempt ended; its outcome is dropped",
+                            cur.item.message->message_id, cur.item.queue, rt.name());
+    self->state.current.reset();
+    return false;
+  }
+  return !dropped_as_stale(self);
+}
+
+bool dropped_as_stale(consumer* self) {
+  auto& cur = current(self);
+  const auto& rt = runtime(self);
+  if (rt.transport().settleable(cur.item.tag))
+    return false;
+  rt.log().endpoint->warn("message {} came over a connection to '{}' that is gone; the broker "
+                          "delivers it again, so this delivery ends here, unsettled",
+                          cur.item.message->message_id, cur.item.queue);
+  settle_and_report(self, outcome::stale);
+  return true;
 }
 
 void settle_and_report(consumer* self, outcome result) {
@@ -324,20 +354,19 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
     e.exception_type = what.type;
     e.detail = "redelivery " + std::to_string(copy->delivery_count);
   });
-  auto tag = cur.item.tag;
   cur.redelivery = a;
-  auto still_current = [=] { return self->state.current && self->state.current->item.tag == tag; };
+  auto answered = begin_handoff(self, ending_step::redelivery);
   self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay,
                 announcement(std::move(notice)))
     .then(
       [=](ok_atom) {
-        if (still_current())
+        if (answered())
           settle_and_report(self, outcome::scheduled);
       },
       [=](caf::error& err) {
-        if (!still_current())
+        if (!answered())
           return;
-        if (scheduler_refused_for_now(err)) {
+        if (!scheduler_refused_for_good(err)) {
           hold_and_retry(self, ending_step::redelivery, refusal_text(self, err));
           return;
         }
@@ -444,5 +473,18 @@ void try_again(consumer* self) {
     case ending_step::outbox: return; // never waited for with backoff
   }
 }
+
+void scheduler_replaced(consumer* self, caf::actor scheduler) {
+  self->state.scheduler = std::move(scheduler);
+  auto& cur = self->state.current;
+  if (!cur || !cur->handing_off)
+    return;
+  // CAF answers no request whose receiver died of an exception: the hand-off
+  // in flight is given up and offered to the new scheduler after the wait.
+  auto step = *cur->handing_off;
+  cur->handing_off.reset();
+  hold_and_retry(self, step, "the scheduler died before it answered");
+}
+
 
 } // namespace bus::detail

@@ -17,8 +17,14 @@
 namespace bus::detail {
 
 // Claims the right to end the current delivery. False if a stop gave it
-// back to the transport already: the consumer has forgotten it then.
+// back to the transport already, or its connection is gone: the consumer
+// has forgotten it then.
 [[nodiscard]] bool claim_ending(consumer* self);
+
+// Ends the current delivery unsettled if it came over a connection that is
+// gone (the broker delivers it again): nothing may be done with it, lest it
+// live twice. True if it was dropped.
+[[nodiscard]] bool dropped_as_stale(consumer* self);
 
 // Settles the current delivery, forgets it and frees the slot.
 void settle_and_report(consumer* self, outcome result);
@@ -35,6 +41,9 @@ void skip_message(consumer* self);
 
 // A successful attempt: the outbox goes out, then the delivery is handled.
 void release_outbox(consumer* self, std::vector<outgoing_message> outbox);
+
+// The endpoint replaced a scheduler that died.
+void scheduler_replaced(consumer* self, caf::actor scheduler);
 
 // A completion of an asynchronous send of `step`, and the backoff timer.
 void on_sent(consumer* self, ending_step step, result<void> sent);

@@ -75,8 +75,9 @@ std::optional<outgoing_message> fault_event(const endpoint_runtime& rt, const en
 void settle(const endpoint_runtime& rt, const delivery& d, outcome result) {
   auto& c = rt.counters();
   auto relaxed = std::memory_order_relaxed;
-  auto settled = result == outcome::requeue ? rt.transport().reject(d.tag, /*requeue=*/true)
-                                            : rt.transport().ack(d.tag);
+  auto settled = result == outcome::stale     ? bus::result<void>{}
+                 : result == outcome::requeue ? rt.transport().reject(d.tag, /*requeue=*/true)
+                                              : rt.transport().ack(d.tag);
   if (!settled)
     rt.log().endpoint->error("endpoint '{}' cannot settle delivery {} of message {}: {}", rt.name(),
                              d.tag, d.message->message_id, to_string(settled.error()));
@@ -86,10 +87,11 @@ void settle(const endpoint_runtime& rt, const delivery& d, outcome result) {
     case outcome::discarded: c.discarded.fetch_add(1, relaxed); break;
     case outcome::skipped: c.skipped.fetch_add(1, relaxed); break;
     case outcome::scheduled: c.redeliveries_scheduled.fetch_add(1, relaxed); break;
-    case outcome::requeue: c.requeued.fetch_add(1, relaxed); break;
+    case outcome::requeue:
+    case outcome::stale: c.requeued.fetch_add(1, relaxed); break;
   }
   c.in_flight.fetch_sub(1, relaxed);
-  if (result == outcome::requeue)
+  if (result == outcome::requeue || result == outcome::stale)
     rt.emit(event_kind::requeued, *d.message);
 }
 

@@ -21,9 +21,8 @@ caf::actor spawn_consumer_actor(endpoint* self) {
   auto me = caf::actor_cast<caf::actor>(self);
   if (st.rt->config().deterministic
       || st.rt->definition().threads == handler_threads::caf_workers)
-    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler, st.breaker);
-  return self->spawn<caf::monitored + caf::detached>(consumer_actor, st.rt, me, st.scheduler,
-                                                      st.breaker);
+    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler);
+  return self->spawn<caf::monitored + caf::detached>(consumer_actor, st.rt, me, st.scheduler);
 }
 
 void spawn_consumer(endpoint* self) {
@@ -37,7 +36,7 @@ void dispatch(endpoint* self) {
   while (!st.idle.empty() && !st.waiting.empty()) {
     // Rate limited: one message at a time, and none while waiting after a
     // failed attempt.
-    if (st.asking_breaker > 0 || (st.limited && (!st.busy.empty() || st.pausing)))
+    if (st.limited && (!st.busy.empty() || st.pausing))
       return;
     auto consumer = std::move(st.idle.back());
     st.idle.pop_back();
@@ -118,19 +117,77 @@ void begin_stop(endpoint* self) {
   check_drained(self);
 }
 
+// The scheduler and the breaker are monitored: should one die, a new one
+// takes over and every consumer learns of it.
+void spawn_scheduler(endpoint* self) {
+  auto& st = self->state;
+  st.scheduler = self->spawn<caf::monitored>(scheduler_actor, st.rt);
+}
+
+void spawn_breaker(endpoint* self) {
+  auto& st = self->state;
+  st.breaker = self->spawn<caf::monitored>(circuit_breaker_actor, st.rt);
+}
+
+// One attempt's outcome, in the order the attempts happened: a transition
+// changes dispatching at once and goes to the breaker for its side effects.
+void record_attempt(endpoint* self, bool succeeded) {
+  auto& st = self->state;
+  if (!st.limiter)
+    return;
+  auto t = succeeded ? st.limiter->record_success() : st.limiter->record_failure();
+  if (t == rate_limiter::transition::none)
+    return;
+  auto& c = st.rt->counters();
+  st.limited = t == rate_limiter::transition::started;
+  c.rate_limited.store(st.limited);
+  if (st.limited)
+    c.rate_limit_episodes.fetch_add(1, std::memory_order_relaxed);
+  else
+    st.pausing = false;
+  self->send(st.breaker, limit_atom::value, st.limited);
+}
+
+// A helper died outside a stop (a bug, or a transport that broke its
+// promise not to throw). What a scheduler held in memory is gone with it;
+// on a broker the delay levels hold redeliveries, not the scheduler.
+void replace_helper(endpoint* self, const caf::down_msg& dm, bool scheduler) {
+  auto& st = self->state;
+  const auto* which = scheduler ? "scheduler" : "circuit breaker";
+  st.rt->log().endpoint->error("the {} of endpoint '{}' died ({}); a new one takes over", which,
+                               st.rt->name(), self->system().render(dm.reason));
+  if (scheduler) {
+    spawn_scheduler(self);
+    for (auto& [addr, consumer] : st.consumers)
+      self->send(consumer, scheduler_atom::value, st.scheduler);
+    return;
+  }
+  spawn_breaker(self); // the count lives here: nothing else is lost
+}
+
 } // namespace
 
 caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   auto& st = self->state;
-  st.scheduler = self->spawn(scheduler_actor, st.rt);
-  if (st.rt->definition().rate_limit.consecutive_failures > 0)
-    st.breaker = self->spawn(circuit_breaker_actor, st.rt, caf::actor_cast<caf::actor>(self));
+  spawn_scheduler(self);
+  if (st.rt->definition().rate_limit.consecutive_failures > 0) {
+    st.limiter.emplace(st.rt->definition().rate_limit);
+    spawn_breaker(self);
+  }
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);
 
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
+    auto helper = dm.source == st.scheduler.address()                  ? 1
+                  : st.breaker && dm.source == st.breaker.address() ? 2
+                                                                      : 0;
+    if (helper != 0) {
+      if (!st.stopping) // in a stop, stop_helper() waits for them
+        replace_helper(self, dm, helper == 1);
+      return;
+    }
     auto consumer = st.consumers.find(dm.source);
     if (consumer == st.consumers.end())
       return;
@@ -206,50 +263,29 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       st.busy.erase(it);
       if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
-      if (!st.breaker) {
-        dispatch(self);
-        check_drained(self);
-        return;
+      // A handled delivery's last attempt succeeded; a failed attempt was
+      // reported before this, by the same consumer, so it is counted
+      // already: the attempt that trips the limit is never missed here.
+      if (result == outcome::handled)
+        record_attempt(self, true);
+      auto failed = result == outcome::scheduled || result == outcome::dead_lettered
+                    || result == outcome::discarded;
+      if (st.limited && failed) {
+        st.pausing = true;
+        self->delayed_send(self, st.rt->definition().rate_limit.wait_between_attempts,
+                           resume_atom::value, ++st.pause_generation);
       }
-      // Ask the breaker before dispatching: its limit message may still be
-      // on its way, and the attempt that trips it must be followed by the
-      // wait like any throttled failure.
-      ++st.asking_breaker;
-      auto failed = result != outcome::handled && result != outcome::skipped;
-      self->request(st.breaker, caf::infinite, status_atom::value)
-        .then(
-          [=](bool limited) {
-            auto& st = self->state;
-            --st.asking_breaker;
-            st.limited = limited;
-            if (limited && failed) {
-              st.pausing = true;
-              self->delayed_send(self, st.rt->definition().rate_limit.wait_between_attempts,
-                                 resume_atom::value, ++st.pause_generation);
-            }
-            dispatch(self);
-          },
-          [=](caf::error&) {
-            // The breaker is gone (the endpoint is stopping): go on unthrottled.
-            --self->state.asking_breaker;
-            dispatch(self);
-          });
+      dispatch(self);
       check_drained(self);
     },
+    // A failed attempt, from a consumer of a rate-limited endpoint.
+    [=](attempt_atom) { record_attempt(self, false); },
     [=](retrying_atom, std::uint64_t tag, int attempt) {
       auto it = self->state.busy.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
       if (it != self->state.busy.end() && it->second.item.tag == tag)
         it->second.attempt = attempt;
     },
     [=](stop_atom) { begin_stop(self); },
-    [=](limit_atom, bool limited) {
-      auto& st = self->state;
-      st.limited = limited;
-      if (!limited) {
-        st.pausing = false;
-        dispatch(self);
-      }
-    },
     [=](resume_atom, std::uint64_t generation) {
       auto& st = self->state;
       if (generation != st.pause_generation || !st.pausing)

@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "bus/rate_limiter.hpp"
 #include "delivery_claim.hpp"
 #include "endpoint_runtime.hpp"
 
@@ -34,10 +36,10 @@ struct endpoint_state {
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
   caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
   caf::actor breaker;           // the circuit breaker; null when rate limiting is off
+  std::optional<rate_limiter> limiter; // counts attempts in order; empty when off
   bool limited = false;         // rate limited: one message at a time
   bool pausing = false;         // rate limited and waiting after a failed attempt
   std::uint64_t pause_generation = 0; // a resume of an older generation is stale
-  int asking_breaker = 0;       // status requests unanswered: dispatch waits for them
   bool stopping = false;
   bool finishing = false;       // nothing in flight: waiting for consumers, then helpers
   int helpers_stopping = 0;     // stop requests not yet confirmed

@@ -140,3 +140,60 @@ TEST_CASE_METHOD(caf_fixture,
   CHECK(s.skipped == 0);
   CHECK(s.pending_redelivery == 0);
 }
+
+namespace {
+
+// Claims delayed delivery and breaks the port's promise never to throw,
+// once: the scheduler that calls it dies.
+class throwing_delays final : public forwarding_transport {
+public:
+  using forwarding_transport::forwarding_transport;
+  int throws_left = 1;
+  std::string_view name() const noexcept override { return "throwing"; }
+  bus::transport_capabilities capabilities() const noexcept override {
+    auto c = inner_.capabilities();
+    c.delayed_delivery = true;
+    return c;
+  }
+  bus::result<void> send_delayed(const std::string& q, bus::envelope msg,
+                                 bus::duration) override {
+    if (throws_left > 0) {
+      --throws_left;
+      throw std::logic_error("a bug in the transport");
+    }
+    return inner_.send(q, std::move(msg));
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a scheduler that dies is replaced, and its redeliveries wait for the new one") {
+  auto throwing = std::make_shared<throwing_delays>(*transport);
+  auto b = builder();
+  b.transport(throwing)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.slots(1).handle<order_placed>([](const order_placed&, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("payment service down");
+      });
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  CHECK(log_count("the scheduler of endpoint 'billing' died") == 1);
+  CHECK(transport->depth("billing_error") == 0); // not an error-queue move
+  CHECK(stats(*bus, "billing").in_flight == 1);  // held, with its slot
+
+  sched.advance_time(1s); // offered again, to the new scheduler
+  sched.run();
+  REQUIRE(bus->send("billing", order_placed{"o-2", 1}));
+  sched.run();
+  auto s = stats(*bus, "billing");
+  CHECK(s.redeliveries_scheduled == 2);
+  CHECK(s.handled == 2);
+  CHECK(s.dead_lettered == 0);
+  CHECK(s.in_flight == 0);
+  CHECK(transport->depth("billing_error") == 0);
+}

@@ -29,6 +29,7 @@ public:
     return inner_.send_delayed(q, std::move(msg), delay);
   }
   result<void> publish(envelope msg) override { return inner_.publish(std::move(msg)); }
+  bool settleable(std::uint64_t tag) const override { return inner_.settleable(tag); }
   result<void> ack(std::uint64_t tag) override { return inner_.ack(tag); }
   result<void> reject(std::uint64_t tag, bool requeue) override {
     return inner_.reject(tag, requeue);

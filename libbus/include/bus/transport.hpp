@@ -109,6 +109,13 @@ public:
     async_send(queue, envelope(*msg), std::move(done));
   }
 
+  // Whether delivery `tag` can still be settled. False once the connection
+  // or channel it came over is gone: the broker delivers its message again,
+  // so whoever holds it must neither run it nor end it (that would give it
+  // a second life beside the new delivery). Safe to call from any thread.
+  // A transport whose deliveries cannot go stale keeps this default.
+  [[nodiscard]] virtual bool settleable(std::uint64_t tag) const { return true; }
+
   // Settles a delivery: done with it for good, or back on its queue
   // (redelivered = true) if `requeue`, else dropped.
   virtual result<void> ack(std::uint64_t tag) = 0;

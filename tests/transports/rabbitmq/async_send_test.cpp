@@ -11,6 +11,8 @@
 
 #include "broker.hpp"
 #include "bus/rabbitmq_transport.hpp"
+#include "support/delivery_collector.hpp"
+#include "support/eventually.hpp"
 #include "tcp_relay.hpp"
 #include "transports/completion_log.hpp"
 
@@ -191,4 +193,31 @@ TEST_CASE("a send the broker refuses with basic.nack completes with transport_fa
   CHECK(t->message_count(q).value() == 1);
   CHECK(done.each_exactly_once());
   bus::test::rabbitmqctl("clear_policy '" + policy + "'");
+}
+
+TEST_CASE("a delivery stops being settleable once its connection is lost, and its redelivery is",
+          "[rabbitmq][reconnect]") {
+  tcp_relay relay(broker_port());
+  auto t = bus::test::connect_transport(through(relay));
+  auto q = bus::test::unique_name("stale_delivery");
+  REQUIRE(t->declare_queue(q));
+  REQUIRE(t->send(q, message("m-1")));
+  bus::test::delivery_collector got;
+  REQUIRE(t->consume(q, 1, got.handler()));
+  REQUIRE(got.wait_for(1));
+  auto first = got.items()[0].tag;
+  CHECK(t->settleable(first));
+
+  relay.drop(); // the connections die; the relay takes new ones
+  REQUIRE(bus::test::eventually([&] { return !t->settleable(first); }, 10s));
+  // The broker delivers the message again on the new connection: that one
+  // can be settled, the old one never again.
+  REQUIRE(got.wait_for(2, 20s));
+  auto second = got.items()[1];
+  CHECK(second.redelivered);
+  CHECK(second.message->message_id == "m-1");
+  CHECK(t->settleable(second.tag));
+  CHECK_FALSE(t->ack(first));
+  REQUIRE(t->ack(second.tag));
+  CHECK_FALSE(t->settleable(second.tag)); // settled: no longer outstanding
 }

@@ -315,7 +315,11 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
   std::uint64_t handler_returns = 0;
   for (const auto& [id, n] : handled)
     handler_returns += static_cast<std::uint64_t>(n);
-  CHECK(s.handled == handler_returns);
+  // A handler that returned after its connection died is not counted as
+  // handled: its outcome is dropped unsettled (counted as requeued) and the
+  // broker delivers the message again.
+  CHECK(s.handled <= handler_returns);
+  CHECK(handler_returns <= s.handled + s.requeued);
 
   // The transports saw the restart and came back, and no acknowledgement
   // of the lost connection went out on the new one, where its delivery tag

@@ -83,6 +83,12 @@ void consumer_pump::cancel(const std::string& queue) {
   done.wait();
 }
 
+bool consumer_pump::settleable(std::uint64_t tag) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto it = outstanding_.find(tag);
+  return it != outstanding_.end() && live_incarnations_.count(it->second.incarnation) > 0;
+}
+
 result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
   bool first = false;
   {

@@ -67,6 +67,8 @@ public:
   // Queues the settlement for the I/O thread and returns at once; an error
   // if `tag` is not outstanding or its channel has died since.
   [[nodiscard]] result<void> settle(std::uint64_t tag, bool ack, bool requeue);
+  // Whether `tag` is outstanding on a channel that is still open.
+  [[nodiscard]] bool settleable(std::uint64_t tag) const;
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
 

@@ -106,6 +106,10 @@ result<void> rabbitmq_transport::consume(const std::string& queue, std::size_t m
   return impl_->consuming.consume(queue, max_unacked, std::move(on_delivery));
 }
 
+bool rabbitmq_transport::settleable(std::uint64_t tag) const {
+  return impl_->consuming.settleable(tag);
+}
+
 void rabbitmq_transport::cancel(const std::string& queue) {
   impl_->consuming.cancel(queue);
 }

@@ -88,6 +88,9 @@ public:
   // the tag is not outstanding, or if its channel died since it was
   // delivered: that message comes again, and an ack sent on another
   // channel would settle a different one.
+  // False once the channel `tag` came over has closed (a lost connection):
+  // RabbitMQ delivers that message again.
+  [[nodiscard]] bool settleable(std::uint64_t tag) const override;
   result<void> ack(std::uint64_t tag) override;
   result<void> reject(std::uint64_t tag, bool requeue) override;
 
