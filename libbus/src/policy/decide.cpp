@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "bus/policy/exception_type.hpp"
@@ -15,8 +16,17 @@ move_to_error to_error(const recoverability_config& config, std::string reason) 
   return move_to_error{std::move(reason), config.options.error_queue};
 }
 
-bool is_deserialization_failure(const std::exception_ptr& exception) {
-  return detail::exception_type::of<message_deserialization_error>().catches(exception);
+// The exception as decide() works with it: the runtime's look into it when
+// that is of this very exception, else a look taken here (one rethrow).
+const caught_exception& looked_into(const error_context& context,
+                                    std::optional<caught_exception>& local) {
+  if (context.caught != nullptr && context.caught->pointer() == context.exception)
+    return *context.caught;
+  return local.emplace(context.exception);
+}
+
+bool is_deserialization_failure(const caught_exception& thrown) {
+  return thrown.is<message_deserialization_error>();
 }
 
 move_to_error deserialization_failure(const recoverability_config& config) {
@@ -55,27 +65,24 @@ std::string exhausted(const rule& r, const capabilities& available, int retries,
   return reason;
 }
 
-} // namespace
-
-action default_policy(const recoverability_config& config, const error_context& context,
-                      random_source rng) {
-  const auto& exception = context.exception;
-  if (!exception)
+// default_policy() with the exception looked into.
+action default_policy_for(const recoverability_config& config, const error_context& context,
+                          const caught_exception& thrown, random_source rng) {
+  if (!thrown)
     return to_error(config, "the error context holds no exception");
-  if (is_deserialization_failure(exception))
+  if (is_deserialization_failure(thrown))
     return deserialization_failure(config);
-  if (const auto* declared = config.options.unrecoverable.find(exception)) {
-    const auto thrown = detail::thrown_type_name(exception);
+  if (const auto* declared = config.options.unrecoverable.find(thrown)) {
+    const auto name_thrown = thrown.type_name();
     const auto name = declared->name();
     return to_error(config,
-                    "unrecoverable exception " + thrown
-                        + (thrown == name ? "" : " (declared unrecoverable as " + name + ")"));
+                    "unrecoverable exception " + name_thrown
+                        + (name_thrown == name ? "" : " (declared unrecoverable as " + name + ")"));
   }
 
-  const auto match = config.rules.match(exception);
+  const auto match = config.rules.match(thrown);
   if (!match.rule)
-    return to_error(config,
-                    "no exception policy rule matches " + detail::thrown_type_name(exception));
+    return to_error(config, "no exception policy rule matches " + thrown.type_name());
   const rule& r = config.rules.rules()[*match.rule];
   const std::string name = config.rules.name_of(*match.rule);
 
@@ -110,10 +117,10 @@ action default_policy(const recoverability_config& config, const error_context& 
 
   try {
     if (immediate <= retries)
-      return immediate_retry{planned_delay(*retry, immediate, exception, rng)};
+      return immediate_retry{planned_delay(*retry, immediate, thrown, rng)};
     if (static_cast<std::int64_t>(context.delivery_count) < redeliveries)
       return delayed_retry{
-          planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, exception, rng)};
+          planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, thrown, rng)};
   } catch (const std::exception& e) {
     return to_error(config, name + ": its delay function threw: " + e.what());
   } catch (...) {
@@ -123,15 +130,29 @@ action default_policy(const recoverability_config& config, const error_context& 
   return finish(config, r, name + ": " + exhausted(r, available, retries, redeliveries, total));
 }
 
+} // namespace
+
+action default_policy(const recoverability_config& config, const error_context& context,
+                      random_source rng) {
+  std::optional<caught_exception> local;
+  return default_policy_for(config, context, looked_into(context, local), rng);
+}
+
 action decide(const recoverability_config& config, const error_context& context,
               random_source rng) {
-  if (is_deserialization_failure(context.exception))
+  std::optional<caught_exception> local;
+  const caught_exception& thrown = looked_into(context, local);
+  if (is_deserialization_failure(thrown))
     return apply_capabilities(deserialization_failure(config), config);
   action decided = [&]() -> action {
     if (!config.options.custom)
-      return default_policy(config, context, rng);
+      return default_policy_for(config, context, thrown, rng);
+    // The custom policy sees the look already taken, and so does
+    // default_policy() if it calls that.
+    error_context seen = context;
+    seen.caught = &thrown;
     try {
-      return config.options.custom(config, context, rng);
+      return config.options.custom(config, seen, rng);
     } catch (const std::exception& e) {
       return to_error(config, std::string("the custom recoverability policy threw: ") + e.what());
     } catch (...) {

@@ -37,7 +37,11 @@ namespace bus {
 
 // The decision the runtime acts on. Reads `config` only, so one
 // configuration may serve many consumers deciding at once, each with its
-// own generator:
+// own generator. Looks into the exception once (none at all when the
+// context carries the runtime's caught_exception, see error_context_for):
+// every rule, the unrecoverable list, predicates and delay functions are
+// then answered without a rethrow for an exception derived from
+// std::exception.
 //  - a deserialization failure goes to the error queue, without asking the
 //    custom policy;
 //  - otherwise the custom policy decides if there is one (what it throws

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "bus/caught_exception.hpp"
 #include "bus/policy/backoff.hpp"
 #include "bus/policy/random.hpp"
 #include "bus/time.hpp"
@@ -36,7 +37,7 @@ struct interval_delays {
 // to the error queue with the reason recorded.
 struct exception_delays {
   int count = 0;
-  std::function<duration(const std::exception_ptr&, int attempt)> compute;
+  std::function<duration(const caught_exception&, int attempt)> compute;
 };
 
 struct retry_schedule {
@@ -89,11 +90,17 @@ make_redelivery_schedule(std::variant<backoff_delays, interval_delays, exception
 // negative. An attempt beyond the last interval takes the last one. Calls a
 // user's delay function for exception_delays and lets what it throws pass.
 [[nodiscard]] duration nominal_delay(const retry_schedule& schedule, int attempt,
+                                     const caught_exception& thrown);
+// The same, looking into `exception` first (one rethrow).
+[[nodiscard]] duration nominal_delay(const retry_schedule& schedule, int attempt,
                                      const std::exception_ptr& exception);
 
 // The delay decide() uses: nominal_delay(), jittered when the schedule says
 // so (one draw from `rng`), capped at max_delay again. Without jitter no
 // draw is made. Lets a user's delay function's exception pass.
+[[nodiscard]] duration planned_delay(const retry_schedule& schedule, int attempt,
+                                     const caught_exception& thrown, random_source rng);
+// The same, looking into `exception` first (one rethrow).
 [[nodiscard]] duration planned_delay(const retry_schedule& schedule, int attempt,
                                      const std::exception_ptr& exception, random_source rng);
 
