@@ -44,6 +44,36 @@ action finish(const recoverability_config& config, const rule& r, std::string re
   return to_error(config, std::move(reason));
 }
 
+// now - first, in milliseconds, for any two time points: zero when first
+// is not earlier, saturating at duration::max() (the difference of two
+// time points need not fit in the clock's own duration, and a limit of
+// duration::max() milliseconds does not fit in nanoseconds: the
+// comparison is made in milliseconds).
+duration elapsed_since(time_point first, time_point now) noexcept {
+  if (!(first < now))
+    return duration::zero();
+  using clock_ticks = std::chrono::duration<std::uint64_t, time_point::period>;
+  using unsigned_ms = std::chrono::duration<std::uint64_t, std::milli>;
+  // Exact in unsigned arithmetic: first < now, so the difference is below 2^64.
+  const clock_ticks ticks(static_cast<std::uint64_t>(now.time_since_epoch().count())
+                          - static_cast<std::uint64_t>(first.time_since_epoch().count()));
+  const auto ms = std::chrono::duration_cast<unsigned_ms>(ticks).count();
+  constexpr auto max_ms = static_cast<std::uint64_t>(duration::max().count());
+  return duration(static_cast<duration::rep>(std::min(ms, max_ms)));
+}
+
+// A negative delay becomes zero; one beyond the longest the bus schedules
+// becomes that, and `clamped_from` keeps what was asked for (the first
+// request, should an action pass here twice).
+duration bounded_delay(duration delay, std::optional<duration>& clamped_from) {
+  if (delay > max_scheduled_delay) {
+    if (!clamped_from)
+      clamped_from = delay;
+    return max_scheduled_delay;
+  }
+  return std::max(delay, duration::zero());
+}
+
 int attempts_so_far(const error_context& context, int retries, int immediate) {
   if (context.total_attempts)
     return *context.total_attempts;
@@ -106,7 +136,7 @@ action default_policy_for(const recoverability_config& config, const error_conte
   const int total = attempts_so_far(context, retries, immediate);
 
   const duration limit = r.max_time.value_or(config.options.max_retry_time);
-  if (context.now - context.first_failure >= limit)
+  if (elapsed_since(context.first_failure, context.now) >= limit)
     return finish(config, r,
                   name + ": retry time limit of " + to_hms(limit)
                       + " since the first failure reached");
@@ -169,7 +199,7 @@ action apply_capabilities(action decided, const recoverability_config& config) {
     const recoverability_config& config;
 
     action operator()(immediate_retry r) const {
-      r.delay = std::max(r.delay, duration::zero());
+      r.delay = bounded_delay(r.delay, r.clamped_from);
       if (!config.options.available.immediate_retries)
         return to_error(config, describe(action{r})
                                     + " cannot be carried out: immediate retries are not available "
@@ -177,7 +207,7 @@ action apply_capabilities(action decided, const recoverability_config& config) {
       return r;
     }
     action operator()(delayed_retry r) const {
-      r.delay = std::max(r.delay, duration::zero());
+      r.delay = bounded_delay(r.delay, r.clamped_from);
       if (!config.options.available.delayed_delivery)
         return to_error(config,
                         describe(action{r})

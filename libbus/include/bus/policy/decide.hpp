@@ -29,7 +29,9 @@ namespace bus {
 //     it is discard.
 // With n retries and m redeliveries a handler that always fails runs
 // (n + 1)(m + 1) times. A tier the endpoint cannot carry out counts as
-// having no retries. Draws once from `rng` for a jittered delay, never
+// having no retries. The time since the first failure is measured without
+// overflow whatever the two times are (a first failure after `now` counts
+// as none). Draws once from `rng` for a jittered delay, never
 // otherwise. Never throws what a user's predicate or delay function throws:
 // the latter becomes a move to the error queue with the reason recorded.
 [[nodiscard]] action default_policy(const recoverability_config& config,
@@ -54,7 +56,10 @@ namespace bus {
 // immediate retry when immediate retries are not available, or a delayed
 // retry when the transport has no delayed delivery, becomes a move to the
 // error queue whose reason names the action refused and why. A negative
-// delay becomes zero. Anything else is returned unchanged.
+// delay becomes zero; a delay above max_scheduled_delay (365 days) becomes
+// max_scheduled_delay, with the delay asked for in the action's
+// clamped_from so that the runtime can log a warning. Anything else is
+// returned unchanged.
 [[nodiscard]] action apply_capabilities(action decided, const recoverability_config& config);
 
 } // namespace bus

@@ -47,6 +47,14 @@ struct retry_schedule {
   duration max_delay{};
 };
 
+// The longest delay the bus schedules, for any tier: 365 days. validate()
+// refuses a rule whose base delay, interval or max delay is longer, and
+// decide() clamps a longer delay (from a custom policy, or rules that were
+// never validated) to it and says so in the action (clamped_from). With the
+// times a message may carry (up to the year 2200, see time.hpp) a due time
+// `now + delay` stays far from the end of system_clock's range (2262).
+inline constexpr duration max_scheduled_delay = std::chrono::hours(24 * 365);
+
 // Mocha's retry defaults: Retry() means 3 retries, 200 ms, exponential,
 // jitter, at most 30 s.
 struct retry_defaults {
