@@ -114,14 +114,16 @@ action default_policy_for(const recoverability_config& config, const error_conte
   if (!match.rule)
     return to_error(config, "no exception policy rule matches " + thrown.type_name());
   const rule& r = config.rules.rules()[*match.rule];
-  const std::string name = config.rules.name_of(*match.rule);
+  // The rule's name is for reasons only: a retry, the common case, does
+  // not pay for demangling its type.
+  const auto name = [&] { return config.rules.name_of(*match.rule); };
 
   if (!r.retry && !r.redelivery) {
     if (!r.terminal)
-      return to_error(config, name + " has no action");
+      return to_error(config, name() + " has no action");
     return finish(
         config, r,
-        name + (*r.terminal == terminal_action::discard ? " discards it" : " dead-letters it"));
+        name() + (*r.terminal == terminal_action::discard ? " discards it" : " dead-letters it"));
   }
 
   // A tier the endpoint cannot carry out counts as having no retries, as
@@ -138,11 +140,11 @@ action default_policy_for(const recoverability_config& config, const error_conte
   const duration limit = r.max_time.value_or(config.options.max_retry_time);
   if (elapsed_since(context.first_failure, context.now) >= limit)
     return finish(config, r,
-                  name + ": retry time limit of " + to_hms(limit)
+                  name() + ": retry time limit of " + to_hms(limit)
                       + " since the first failure reached");
   if (r.max_attempts && total >= *r.max_attempts)
     return finish(config, r,
-                  name + ": attempt budget of " + count_of(*r.max_attempts, "attempt", "attempts")
+                  name() + ": attempt budget of " + count_of(*r.max_attempts, "attempt", "attempts")
                       + " spent");
 
   try {
@@ -152,12 +154,12 @@ action default_policy_for(const recoverability_config& config, const error_conte
       return delayed_retry{
           planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, thrown, rng)};
   } catch (const std::exception& e) {
-    return to_error(config, name + ": its delay function threw: " + e.what());
+    return to_error(config, name() + ": its delay function threw: " + e.what());
   } catch (...) {
     return to_error(
-        config, name + ": its delay function threw an exception not derived from std::exception");
+        config, name() + ": its delay function threw an exception not derived from std::exception");
   }
-  return finish(config, r, name + ": " + exhausted(r, available, retries, redeliveries, total));
+  return finish(config, r, name() + ": " + exhausted(r, available, retries, redeliveries, total));
 }
 
 } // namespace
