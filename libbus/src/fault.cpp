@@ -56,6 +56,10 @@ fault_details fault_from_headers(const envelope& message) {
   f.original_address = text(header::fault_original_address);
   number(header::fault_immediate_retries, f.immediate_retries);
   number(header::fault_delivery_count, f.delivery_count);
+  if (const auto at = message.headers.find(header::fault_at)) {
+    if (const auto when = from_iso8601(*at))
+      f.at = *when;
+  }
   return f;
 }
 

@@ -36,8 +36,11 @@ struct fault_limits {
 [[nodiscard]] envelope with_fault_headers(envelope message, const fault_details& fault,
                                           const fault_limits& limits = {});
 
-// The fault facts written by with_fault_headers(), read back (missing or
-// malformed numbers read as 0; the time is not read back).
+// The fault facts written by with_fault_headers(), read back leniently,
+// for display: missing or malformed numbers read as 0, a missing or
+// malformed time (see from_iso8601) as the epoch. A fault that decides
+// what happens to a message is read with read_fault_headers()
+// (bus/delivery_history.hpp), which refuses what does not parse.
 [[nodiscard]] fault_details fault_from_headers(const envelope& message);
 
 // Cuts `text` to at most `max_bytes` bytes without splitting a UTF-8

@@ -31,6 +31,13 @@ inline constexpr std::int64_t max_unix_ms = 7'258'118'400'000;
 // "2026-11-22T10:15:30.123Z" (UTC), for logs and headers read by people.
 [[nodiscard]] std::string to_iso8601(time_point t);
 
+// The time to_iso8601() wrote, read back from text that may come from
+// anywhere (a fault header): "YYYY-MM-DDTHH:MM:SSZ" with an optional
+// fraction of 1 to 9 digits before the Z, read to the millisecond. Nothing
+// for any other form, a date or time of day that does not exist, or a time
+// outside [the epoch, max_unix_ms]. Never overflows.
+[[nodiscard]] std::optional<time_point> from_iso8601(std::string_view text) noexcept;
+
 // "HH:MM:SS" or "HH:MM:SS.mmm" when there are milliseconds, as in
 // NServiceBus's retry log lines ("after a delay of 00:00:10").
 [[nodiscard]] std::string to_hms(duration d);

@@ -5,10 +5,10 @@
 namespace bus {
 
 bool operator==(const immediate_retry& a, const immediate_retry& b) noexcept {
-  return a.delay == b.delay;
+  return a.delay == b.delay && a.clamped_from == b.clamped_from;
 }
 bool operator==(const delayed_retry& a, const delayed_retry& b) noexcept {
-  return a.delay == b.delay;
+  return a.delay == b.delay && a.clamped_from == b.clamped_from;
 }
 bool operator==(const move_to_error& a, const move_to_error& b) noexcept {
   return a.reason == b.reason && a.queue == b.queue;
@@ -41,11 +41,14 @@ std::string_view name(const action& a) noexcept {
 
 std::string describe(const action& a) {
   struct describe_of {
+    static std::string clamped(const std::optional<duration>& from) {
+      return from ? " (clamped from " + to_hms(*from) + ")" : std::string();
+    }
     std::string operator()(const immediate_retry& r) const {
-      return "immediate retry after " + to_hms(r.delay);
+      return "immediate retry after " + to_hms(r.delay) + clamped(r.clamped_from);
     }
     std::string operator()(const delayed_retry& r) const {
-      return "delayed retry after " + to_hms(r.delay);
+      return "delayed retry after " + to_hms(r.delay) + clamped(r.clamped_from);
     }
     std::string operator()(const move_to_error& m) const {
       const std::string where =

@@ -7,12 +7,17 @@
 namespace bus {
 
 const detail::exception_type*
-unrecoverable_exceptions::find(const std::exception_ptr& exception) const noexcept {
+unrecoverable_exceptions::find(const caught_exception& thrown) const noexcept {
   for (const auto& type : types_) {
-    if (type.catches(exception))
+    if (type.matches(thrown))
       return &type;
   }
   return nullptr;
+}
+
+const detail::exception_type*
+unrecoverable_exceptions::find(const std::exception_ptr& exception) const noexcept {
+  return find(caught_exception(exception));
 }
 
 result<recoverability_config> make_recoverability_config(const recoverability_scopes& scopes,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "bus/policy/exception_type.hpp"
@@ -15,8 +16,17 @@ move_to_error to_error(const recoverability_config& config, std::string reason) 
   return move_to_error{std::move(reason), config.options.error_queue};
 }
 
-bool is_deserialization_failure(const std::exception_ptr& exception) {
-  return detail::exception_type::of<message_deserialization_error>().catches(exception);
+// The exception as decide() works with it: the runtime's look into it when
+// that is of this very exception, else a look taken here (one rethrow).
+const caught_exception& looked_into(const error_context& context,
+                                    std::optional<caught_exception>& local) {
+  if (context.caught != nullptr && context.caught->pointer() == context.exception)
+    return *context.caught;
+  return local.emplace(context.exception);
+}
+
+bool is_deserialization_failure(const caught_exception& thrown) {
+  return thrown.is<message_deserialization_error>();
 }
 
 move_to_error deserialization_failure(const recoverability_config& config) {
@@ -32,6 +42,36 @@ action finish(const recoverability_config& config, const rule& r, std::string re
   if (r.terminal == terminal_action::discard)
     return discard{std::move(reason)};
   return to_error(config, std::move(reason));
+}
+
+// now - first, in milliseconds, for any two time points: zero when first
+// is not earlier, saturating at duration::max() (the difference of two
+// time points need not fit in the clock's own duration, and a limit of
+// duration::max() milliseconds does not fit in nanoseconds: the
+// comparison is made in milliseconds).
+duration elapsed_since(time_point first, time_point now) noexcept {
+  if (!(first < now))
+    return duration::zero();
+  using clock_ticks = std::chrono::duration<std::uint64_t, time_point::period>;
+  using unsigned_ms = std::chrono::duration<std::uint64_t, std::milli>;
+  // Exact in unsigned arithmetic: first < now, so the difference is below 2^64.
+  const clock_ticks ticks(static_cast<std::uint64_t>(now.time_since_epoch().count())
+                          - static_cast<std::uint64_t>(first.time_since_epoch().count()));
+  const auto ms = std::chrono::duration_cast<unsigned_ms>(ticks).count();
+  constexpr auto max_ms = static_cast<std::uint64_t>(duration::max().count());
+  return duration(static_cast<duration::rep>(std::min(ms, max_ms)));
+}
+
+// A negative delay becomes zero; one beyond the longest the bus schedules
+// becomes that, and `clamped_from` keeps what was asked for (the first
+// request, should an action pass here twice).
+duration bounded_delay(duration delay, std::optional<duration>& clamped_from) {
+  if (delay > max_scheduled_delay) {
+    if (!clamped_from)
+      clamped_from = delay;
+    return max_scheduled_delay;
+  }
+  return std::max(delay, duration::zero());
 }
 
 int attempts_so_far(const error_context& context, int retries, int immediate) {
@@ -55,36 +95,35 @@ std::string exhausted(const rule& r, const capabilities& available, int retries,
   return reason;
 }
 
-} // namespace
-
-action default_policy(const recoverability_config& config, const error_context& context,
-                      random_source rng) {
-  const auto& exception = context.exception;
-  if (!exception)
+// default_policy() with the exception looked into.
+action default_policy_for(const recoverability_config& config, const error_context& context,
+                          const caught_exception& thrown, random_source rng) {
+  if (!thrown)
     return to_error(config, "the error context holds no exception");
-  if (is_deserialization_failure(exception))
+  if (is_deserialization_failure(thrown))
     return deserialization_failure(config);
-  if (const auto* declared = config.options.unrecoverable.find(exception)) {
-    const auto thrown = detail::thrown_type_name(exception);
+  if (const auto* declared = config.options.unrecoverable.find(thrown)) {
+    const auto name_thrown = thrown.type_name();
     const auto name = declared->name();
     return to_error(config,
-                    "unrecoverable exception " + thrown
-                        + (thrown == name ? "" : " (declared unrecoverable as " + name + ")"));
+                    "unrecoverable exception " + name_thrown
+                        + (name_thrown == name ? "" : " (declared unrecoverable as " + name + ")"));
   }
 
-  const auto match = config.rules.match(exception);
+  const auto match = config.rules.match(thrown);
   if (!match.rule)
-    return to_error(config,
-                    "no exception policy rule matches " + detail::thrown_type_name(exception));
+    return to_error(config, "no exception policy rule matches " + thrown.type_name());
   const rule& r = config.rules.rules()[*match.rule];
-  const std::string name = config.rules.name_of(*match.rule);
+  // The rule's name is for reasons only: a retry, the common case, does
+  // not pay for demangling its type.
+  const auto name = [&] { return config.rules.name_of(*match.rule); };
 
   if (!r.retry && !r.redelivery) {
     if (!r.terminal)
-      return to_error(config, name + " has no action");
+      return to_error(config, name() + " has no action");
     return finish(
         config, r,
-        name + (*r.terminal == terminal_action::discard ? " discards it" : " dead-letters it"));
+        name() + (*r.terminal == terminal_action::discard ? " discards it" : " dead-letters it"));
   }
 
   // A tier the endpoint cannot carry out counts as having no retries, as
@@ -99,39 +138,53 @@ action default_policy(const recoverability_config& config, const error_context& 
   const int total = attempts_so_far(context, retries, immediate);
 
   const duration limit = r.max_time.value_or(config.options.max_retry_time);
-  if (context.now - context.first_failure >= limit)
+  if (elapsed_since(context.first_failure, context.now) >= limit)
     return finish(config, r,
-                  name + ": retry time limit of " + to_hms(limit)
+                  name() + ": retry time limit of " + to_hms(limit)
                       + " since the first failure reached");
   if (r.max_attempts && total >= *r.max_attempts)
     return finish(config, r,
-                  name + ": attempt budget of " + count_of(*r.max_attempts, "attempt", "attempts")
+                  name() + ": attempt budget of " + count_of(*r.max_attempts, "attempt", "attempts")
                       + " spent");
 
   try {
     if (immediate <= retries)
-      return immediate_retry{planned_delay(*retry, immediate, exception, rng)};
+      return immediate_retry{planned_delay(*retry, immediate, thrown, rng)};
     if (static_cast<std::int64_t>(context.delivery_count) < redeliveries)
       return delayed_retry{
-          planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, exception, rng)};
+          planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, thrown, rng)};
   } catch (const std::exception& e) {
-    return to_error(config, name + ": its delay function threw: " + e.what());
+    return to_error(config, name() + ": its delay function threw: " + e.what());
   } catch (...) {
     return to_error(
-        config, name + ": its delay function threw an exception not derived from std::exception");
+        config, name() + ": its delay function threw an exception not derived from std::exception");
   }
-  return finish(config, r, name + ": " + exhausted(r, available, retries, redeliveries, total));
+  return finish(config, r, name() + ": " + exhausted(r, available, retries, redeliveries, total));
+}
+
+} // namespace
+
+action default_policy(const recoverability_config& config, const error_context& context,
+                      random_source rng) {
+  std::optional<caught_exception> local;
+  return default_policy_for(config, context, looked_into(context, local), rng);
 }
 
 action decide(const recoverability_config& config, const error_context& context,
               random_source rng) {
-  if (is_deserialization_failure(context.exception))
+  std::optional<caught_exception> local;
+  const caught_exception& thrown = looked_into(context, local);
+  if (is_deserialization_failure(thrown))
     return apply_capabilities(deserialization_failure(config), config);
   action decided = [&]() -> action {
     if (!config.options.custom)
-      return default_policy(config, context, rng);
+      return default_policy_for(config, context, thrown, rng);
+    // The custom policy sees the look already taken, and so does
+    // default_policy() if it calls that.
+    error_context seen = context;
+    seen.caught = &thrown;
     try {
-      return config.options.custom(config, context, rng);
+      return config.options.custom(config, seen, rng);
     } catch (const std::exception& e) {
       return to_error(config, std::string("the custom recoverability policy threw: ") + e.what());
     } catch (...) {
@@ -148,7 +201,7 @@ action apply_capabilities(action decided, const recoverability_config& config) {
     const recoverability_config& config;
 
     action operator()(immediate_retry r) const {
-      r.delay = std::max(r.delay, duration::zero());
+      r.delay = bounded_delay(r.delay, r.clamped_from);
       if (!config.options.available.immediate_retries)
         return to_error(config, describe(action{r})
                                     + " cannot be carried out: immediate retries are not available "
@@ -156,7 +209,7 @@ action apply_capabilities(action decided, const recoverability_config& config) {
       return r;
     }
     action operator()(delayed_retry r) const {
-      r.delay = std::max(r.delay, duration::zero());
+      r.delay = bounded_delay(r.delay, r.clamped_from);
       if (!config.options.available.delayed_delivery)
         return to_error(config,
                         describe(action{r})

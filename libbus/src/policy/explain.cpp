@@ -71,11 +71,11 @@ struct verdict {
   bool rule_decides = false;
 };
 
-verdict why(const recoverability_config& config, const std::exception_ptr& exception,
+verdict why(const recoverability_config& config, const caught_exception& exception,
             const rule_match& match, std::string_view thrown) {
   if (!exception)
     return {"no exception: the error queue"};
-  if (detail::exception_type::of<message_deserialization_error>().catches(exception))
+  if (exception.is<message_deserialization_error>())
     return {"a message that cannot be deserialized always goes to the error queue"};
   if (const auto* declared = config.options.unrecoverable.find(exception))
     return {std::string(thrown) + " is unrecoverable (declared as " + declared->name()
@@ -93,13 +93,14 @@ verdict why(const recoverability_config& config, const std::exception_ptr& excep
 explanation explain(const recoverability_config& config, const std::exception_ptr& exception) {
   explanation out;
   out.scope = config.scope;
-  out.exception_type = detail::thrown_type_name(exception);
+  const caught_exception thrown(exception);
+  out.exception_type = thrown.type_name();
 
-  const auto match = config.rules.match(exception);
+  const auto match = config.rules.match(thrown);
   for (const auto& c : match.candidates)
     out.candidates.push_back(
         considered_rule{c.rule, config.rules.name_of(c.rule), c.rank, c.exact_type, c.verdict});
-  auto [reason, rule_decides] = why(config, exception, match, out.exception_type);
+  auto [reason, rule_decides] = why(config, thrown, match, out.exception_type);
   out.reason = std::move(reason);
   if (rule_decides) {
     out.rule = match.rule;
@@ -110,8 +111,7 @@ explanation explain(const recoverability_config& config, const std::exception_pt
 
   midpoint_generator midpoint;
   const time_point first_failure{};
-  error_context context;
-  context.exception = exception;
+  error_context context = error_context_for(thrown);
   context.first_failure = first_failure;
   duration elapsed{};
   for (int attempt = 1;; ++attempt) {

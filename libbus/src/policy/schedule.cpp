@@ -52,11 +52,11 @@ int retry_count(const retry_schedule& schedule) noexcept {
 }
 
 duration nominal_delay(const retry_schedule& schedule, int attempt,
-                       const std::exception_ptr& exception) {
+                       const caught_exception& thrown) {
   const int n = std::max(attempt, 1);
   struct delay_of {
     int n;
-    const std::exception_ptr& exception;
+    const caught_exception& thrown;
     duration operator()(const backoff_delays& d) const { return backoff_delay(d.kind, d.base, n); }
     duration operator()(const interval_delays& d) const {
       if (d.intervals.empty())
@@ -65,18 +65,28 @@ duration nominal_delay(const retry_schedule& schedule, int attempt,
           .intervals[std::min<std::size_t>(static_cast<std::size_t>(n), d.intervals.size()) - 1];
     }
     duration operator()(const exception_delays& d) const {
-      return d.compute ? d.compute(exception, n) : duration::zero();
+      return d.compute ? d.compute(thrown, n) : duration::zero();
     }
   };
-  return clamp(std::visit(delay_of{n, exception}, schedule.delays), schedule.max_delay);
+  return clamp(std::visit(delay_of{n, thrown}, schedule.delays), schedule.max_delay);
+}
+
+duration nominal_delay(const retry_schedule& schedule, int attempt,
+                       const std::exception_ptr& exception) {
+  return nominal_delay(schedule, attempt, caught_exception(exception));
+}
+
+duration planned_delay(const retry_schedule& schedule, int attempt,
+                       const caught_exception& thrown, random_source rng) {
+  const duration nominal = nominal_delay(schedule, attempt, thrown);
+  if (!schedule.jitter)
+    return nominal;
+  return clamp(apply_jitter(nominal, rng), schedule.max_delay);
 }
 
 duration planned_delay(const retry_schedule& schedule, int attempt,
                        const std::exception_ptr& exception, random_source rng) {
-  const duration nominal = nominal_delay(schedule, attempt, exception);
-  if (!schedule.jitter)
-    return nominal;
-  return clamp(apply_jitter(nominal, rng), schedule.max_delay);
+  return planned_delay(schedule, attempt, caught_exception(exception), rng);
 }
 
 std::string to_short_string(duration d) {

@@ -24,8 +24,32 @@ result<void> verdict(const std::vector<std::string>& problems) {
   return error{errc::invalid_configuration, join(problems)};
 }
 
-void check_schedule(const retry_schedule& schedule, const std::string& tier,
-                    const std::string& where, std::vector<std::string>& problems) {
+std::string above_limit(const std::string& what) {
+  return what + " is above the longest delay the bus schedules, "
+         + to_short_string(max_scheduled_delay) + " ("
+         + std::to_string(max_scheduled_delay / std::chrono::hours(24)) + " days)";
+}
+
+// "max delay 1h (the default) is below its base delay 10h; raise it with
+// .max_delay(10h) or more on the redelivery stage": where the max delay
+// came from, and the call that fixes it, unless no max delay can (the
+// delay itself is above max_scheduled_delay, reported on its own).
+std::string max_delay_below(const retry_schedule& schedule, bool redelivery,
+                            const std::string& tier, const std::string& what, duration needed) {
+  const duration default_max =
+      redelivery ? redelivery_defaults::max_delay : retry_defaults::max_delay;
+  std::string text = "max delay " + to_short_string(schedule.max_delay)
+                     + (schedule.max_delay == default_max ? " (the default)" : "") + " is below "
+                     + what;
+  if (needed <= max_scheduled_delay)
+    text += "; raise it with .max_delay(" + to_short_string(needed) + ") or more on the " + tier
+            + " stage";
+  return text;
+}
+
+void check_schedule(const retry_schedule& schedule, bool redelivery, const std::string& where,
+                    std::vector<std::string>& problems) {
+  const std::string tier = redelivery ? "redelivery" : "retry";
   auto problem = [&](const std::string& text) { problems.push_back(where + tier + " " + text); };
   const bool max_valid = schedule.max_delay >= duration::zero();
   if (!max_valid)
@@ -33,6 +57,8 @@ void check_schedule(const retry_schedule& schedule, const std::string& tier,
 
   struct check {
     const retry_schedule& schedule;
+    bool redelivery;
+    const std::string& tier;
     bool max_valid;
     decltype(problem)& report;
 
@@ -42,17 +68,22 @@ void check_schedule(const retry_schedule& schedule, const std::string& tier,
     }
     void operator()(const backoff_delays& d) const {
       count(d.count);
-      if (d.base < duration::zero())
+      if (d.base < duration::zero()) {
         report("base delay is " + to_short_string(d.base) + "; it must not be negative");
-      else if (max_valid && schedule.max_delay < d.base)
-        report("max delay " + to_short_string(schedule.max_delay) + " is below its base delay "
-               + to_short_string(d.base));
+        return;
+      }
+      if (d.base > max_scheduled_delay)
+        report(above_limit("base delay " + to_short_string(d.base)));
+      if (max_valid && schedule.max_delay < d.base)
+        report(max_delay_below(schedule, redelivery, tier,
+                               "its base delay " + to_short_string(d.base), d.base));
     }
     void operator()(const interval_delays& d) const {
       if (d.intervals.empty()) {
         report("interval list is empty; give at least one interval");
         return;
       }
+      const duration longest = *std::max_element(d.intervals.begin(), d.intervals.end());
       bool above_max_reported = false;
       for (std::size_t i = 0; i < d.intervals.size(); ++i) {
         const auto interval = d.intervals[i];
@@ -60,9 +91,14 @@ void check_schedule(const retry_schedule& schedule, const std::string& tier,
         if (interval < duration::zero()) {
           report("interval #" + number + " is " + to_short_string(interval)
                  + "; it must not be negative");
-        } else if (max_valid && interval > schedule.max_delay && !above_max_reported) {
-          report("max delay " + to_short_string(schedule.max_delay) + " is below interval #"
-                 + number + " (" + to_short_string(interval) + ")");
+          continue;
+        }
+        if (interval > max_scheduled_delay)
+          report(above_limit("interval #" + number + " (" + to_short_string(interval) + ")"));
+        if (max_valid && interval > schedule.max_delay && !above_max_reported) {
+          report(max_delay_below(schedule, redelivery, tier,
+                                 "interval #" + number + " (" + to_short_string(interval) + ")",
+                                 longest));
           above_max_reported = true;
         }
       }
@@ -73,7 +109,9 @@ void check_schedule(const retry_schedule& schedule, const std::string& tier,
         report("delay function is empty");
     }
   };
-  std::visit(check{schedule, max_valid, problem}, schedule.delays);
+  std::visit(check{schedule, redelivery, tier, max_valid, problem}, schedule.delays);
+  if (schedule.max_delay > max_scheduled_delay)
+    problem(above_limit("max delay " + to_short_string(schedule.max_delay)));
 }
 
 void check_rules(const rule_set& rules, std::optional<scope_level> scope,
@@ -86,9 +124,9 @@ void check_rules(const rule_set& rules, std::optional<scope_level> scope,
       problems.push_back(
           where + "no action; end the chain with retry, redeliver, dead_letter or discard");
     if (r.retry)
-      check_schedule(*r.retry, "retry", where, problems);
+      check_schedule(*r.retry, false, where, problems);
     if (r.redelivery)
-      check_schedule(*r.redelivery, "redelivery", where, problems);
+      check_schedule(*r.redelivery, true, where, problems);
     if (r.max_attempts && *r.max_attempts < 1)
       problems.push_back(where + "max_attempts is " + std::to_string(*r.max_attempts)
                          + "; it must be 1 or more");

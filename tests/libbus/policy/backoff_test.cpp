@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -107,4 +108,36 @@ TEST_CASE("a random source maps draws onto the unit interval exactly") {
   CHECK(bus::random_source(centre).unit() == 0.5);
   CHECK(bus::random_source(top).unit() < 1.0);
   CHECK(bus::random_source(top).unit() > 0.9999999);
+}
+
+TEST_CASE("backoff and jitter at the extremes saturate, and a planned delay never exceeds its cap") {
+  const auto max = bus::duration::max();
+  CHECK(bus::backoff_delay(bus::backoff::exponential, 1ms, std::numeric_limits<int>::max()) == max);
+  CHECK(bus::backoff_delay(bus::backoff::linear, 1ms, std::numeric_limits<int>::max())
+        == bus::duration(std::numeric_limits<int>::max()));
+  CHECK(bus::backoff_delay(bus::backoff::linear, max, std::numeric_limits<int>::max()) == max);
+  CHECK(bus::backoff_delay(bus::backoff::constant, max, std::numeric_limits<int>::max()) == max);
+  // Jitter on the largest delays: up saturates, down stays within 20 %.
+  for (const auto nominal : {max, max - 1ms, max / 2 + max / 4}) {
+    fixed_draw top{highest};
+    fixed_draw bottom{lowest};
+    fixed_draw centre{middle};
+    CHECK(bus::apply_jitter(nominal, top) >= nominal);
+    CHECK(bus::apply_jitter(nominal, bottom) < nominal);
+    CHECK(bus::apply_jitter(nominal, bottom) > bus::duration::zero());
+    CHECK(bus::apply_jitter(nominal, centre) <= max);
+  }
+  // A schedule without a real cap, far up its backoff, with every draw.
+  auto schedule = bus::make_redelivery_schedule(
+      bus::backoff_delays{std::numeric_limits<int>::max(), 1h, bus::backoff::exponential});
+  for (const auto cap : {max, bus::max_scheduled_delay}) {
+    schedule.max_delay = cap;
+    for (const auto draw : {lowest, middle, highest}) {
+      fixed_draw generator{draw};
+      const auto delay =
+          bus::planned_delay(schedule, std::numeric_limits<int>::max(), nullptr, generator);
+      CHECK(delay <= cap);
+      CHECK(delay > bus::duration::zero());
+    }
+  }
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -523,4 +524,114 @@ TEST_CASE("a context without an exception goes to the error queue") {
   auto generator = nominal();
   CHECK(reason_of(bus::decide(config, first_failure(nullptr), generator))
         == "the error context holds no exception");
+}
+
+TEST_CASE("a custom policy's delay beyond the longest the bus schedules is clamped, and the action "
+          "says so") {
+  using days = std::chrono::duration<long long, std::ratio<86400>>;
+  const bus::duration two_years = days(730);
+  struct row {
+    bus::action wanted;
+    bus::action decided;
+    std::string described;
+  };
+  const std::vector<row> table = {
+      {bus::delayed_retry{two_years},
+       bus::delayed_retry{bus::max_scheduled_delay, two_years},
+       "delayed retry after 8760:00:00 (clamped from 17520:00:00)"},
+      {bus::immediate_retry{bus::duration::max()},
+       bus::immediate_retry{bus::max_scheduled_delay, bus::duration::max()},
+       "immediate retry after 8760:00:00 (clamped from 2562047788015:12:55.807)"},
+      {bus::delayed_retry{bus::max_scheduled_delay}, bus::delayed_retry{bus::max_scheduled_delay},
+       "delayed retry after 8760:00:00"},
+      {bus::immediate_retry{5s}, bus::immediate_retry{5s}, "immediate retry after 00:00:05"},
+  };
+  for (const auto& r : table) {
+    CAPTURE(bus::describe(r.wanted));
+    bus::recoverability_options options;
+    options.custom = [wanted = r.wanted](const bus::recoverability_config&,
+                                         const bus::error_context&,
+                                         bus::random_source) { return wanted; };
+    const auto config =
+        config_of([](bus::policy_builder& p) { p.on_any().retry(); }, std::move(options));
+    auto generator = nominal();
+    const auto decided =
+        bus::decide(config, first_failure(std::make_exception_ptr(http_error{500})), generator);
+    CHECK(decided == r.decided);
+    CHECK(bus::describe(decided) == r.described);
+  }
+}
+
+TEST_CASE("rules that were never validated cannot make decide() return a delay beyond the limit "
+          "or a due time that overflows") {
+  // Built by hand, past validate(): no cap on the delays, and counters at
+  // the far end of their ranges.
+  bus::rule r;
+  r.retry = bus::make_retry_schedule(
+      bus::backoff_delays{std::numeric_limits<int>::max() - 1, 1h, bus::backoff::exponential});
+  r.retry->max_delay = bus::duration::max();
+  r.redelivery = bus::make_redelivery_schedule(
+      bus::backoff_delays{std::numeric_limits<int>::max(), 1h, bus::backoff::linear});
+  r.redelivery->max_delay = bus::duration::max();
+  bus::recoverability_config config;
+  config.rules.add(r);
+  config.options.max_retry_time = bus::duration::max();
+  const bus::time_point latest = bus::from_unix_ms(bus::max_unix_ms);
+  struct row {
+    const char* what;
+    int immediate_attempts;
+    std::uint32_t delivery_count;
+    std::uint64_t draw;
+  };
+  const std::vector<row> table = {
+      {"the 62nd immediate retry", 62, 0, bus::test::middle},
+      {"the last immediate retry", std::numeric_limits<int>::max() - 1, 0, bus::test::highest},
+      {"a redelivery far up the linear backoff", std::numeric_limits<int>::max(),
+       std::numeric_limits<int>::max() - 2, bus::test::highest},
+  };
+  for (const auto& row : table) {
+    INFO(row.what);
+    bus::error_context context;
+    context.exception = std::make_exception_ptr(http_error{500});
+    context.immediate_attempts = row.immediate_attempts;
+    context.delivery_count = row.delivery_count;
+    context.first_failure = bus::from_unix_ms(0);
+    context.now = latest;
+    fixed_draw generator{row.draw};
+    const auto decided = bus::decide(config, context, generator);
+    bus::duration delay{};
+    std::optional<bus::duration> clamped_from;
+    if (const auto* retry = std::get_if<bus::immediate_retry>(&decided)) {
+      delay = retry->delay;
+      clamped_from = retry->clamped_from;
+    } else if (const auto* redelivery = std::get_if<bus::delayed_retry>(&decided)) {
+      delay = redelivery->delay;
+      clamped_from = redelivery->clamped_from;
+    } else {
+      FAIL("expected a retry, got " << bus::describe(decided));
+    }
+    CHECK(delay == bus::max_scheduled_delay);
+    CHECK(clamped_from.has_value());
+    // The due time is representable: later than now, by exactly the delay.
+    const auto due = context.now + delay;
+    CHECK(due > context.now);
+    CHECK(bus::to_unix_ms(due) - bus::to_unix_ms(context.now) == delay.count());
+  }
+}
+
+TEST_CASE("the time since the first failure cannot overflow, whatever the context holds") {
+  const auto config = config_of([](bus::policy_builder& p) { p.on_any().retry(1); });
+  auto generator = nominal();
+  bus::error_context context;
+  context.exception = std::make_exception_ptr(http_error{500});
+  // A first failure at the start of the clock's range and now at its end:
+  // their difference does not fit in the clock's duration.
+  context.first_failure = bus::time_point::min();
+  context.now = bus::time_point::max();
+  CHECK(reason_of(bus::decide(config, context, generator))
+        == "rule #1 on_any(): retry time limit of 24:00:00 since the first failure reached");
+  // A first failure after now: no time has passed.
+  context.first_failure = bus::time_point::max();
+  context.now = bus::time_point::min();
+  CHECK(bus::decide(config, context, generator) == bus::action{bus::immediate_retry{200ms}});
 }

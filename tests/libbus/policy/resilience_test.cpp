@@ -172,8 +172,8 @@ TEST_CASE("a predicate sees the typed exception") {
     p.on<http_error>([](const http_error& e) { return e.status == 429; }).retry();
   });
   REQUIRE(built.predicate);
-  CHECK(built.predicate(std::make_exception_ptr(http_error{429})));
-  CHECK_FALSE(built.predicate(std::make_exception_ptr(http_error{503})));
+  CHECK(built.predicate(bus::caught_exception(std::make_exception_ptr(http_error{429}))));
+  CHECK_FALSE(built.predicate(bus::caught_exception(std::make_exception_ptr(http_error{503}))));
 }
 
 TEST_CASE("a delay function sees the typed exception and the attempt number") {

@@ -78,7 +78,7 @@ TEST_CASE("explicit intervals give one retry each, in order") {
 TEST_CASE(
     "a delay read from the exception is taken as given: no jitter, but capped and never negative") {
   const auto s = bus::make_redelivery_schedule(
-      bus::exception_delays{3, [](const std::exception_ptr&, int attempt) {
+      bus::exception_delays{3, [](const bus::caught_exception&, int attempt) {
                               return attempt == 3 ? -1 * 5s : attempt * 40min;
                             }});
   CHECK_FALSE(s.jitter);
@@ -88,7 +88,7 @@ TEST_CASE(
 
 TEST_CASE("a delay function's exception passes through the schedule") {
   const auto s = bus::make_retry_schedule(
-      bus::exception_delays{1, [](const std::exception_ptr&, int) -> bus::duration {
+      bus::exception_delays{1, [](const bus::caught_exception&, int) -> bus::duration {
                               throw std::runtime_error("no header");
                             }});
   CHECK_THROWS_WITH(bus::nominal_delay(s, 1, nullptr), "no header");

@@ -3,6 +3,7 @@
 list(APPEND BUS_CORE_TEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/action_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/backoff_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decide_cost_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decide_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/exception_type_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/explain_test.cpp

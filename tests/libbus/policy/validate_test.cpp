@@ -31,11 +31,13 @@ TEST_CASE("a configuration that makes no sense is refused with an error that nam
        },
        "rule #1 on_any(): redelivery interval list is empty; give at least one interval"},
       {[](bus::policy_builder& p) { p.on_any().retry(3, 200ms).max_delay(100ms); },
-       "rule #1 on_any(): retry max delay 100ms is below its base delay 200ms"},
+       "rule #1 on_any(): retry max delay 100ms is below its base delay 200ms; raise it with "
+       ".max_delay(200ms) or more on the retry stage"},
       {[](bus::policy_builder& p) {
          p.on_any().redeliver({5min, 2h});
        },
-       "rule #1 on_any(): redelivery max delay 1h is below interval #2 (2h)"},
+       "rule #1 on_any(): redelivery max delay 1h (the default) is below interval #2 (2h); raise "
+       "it with .max_delay(2h) or more on the redelivery stage"},
       {[](bus::policy_builder& p) { p.on_any().retry(3, -5ms); },
        "rule #1 on_any(): retry base delay is -5ms; it must not be negative"},
       {[](bus::policy_builder& p) {
@@ -66,6 +68,89 @@ TEST_CASE("a configuration that makes no sense is refused with an error that nam
   }
 }
 
+TEST_CASE("a max delay below the base delay says that it is the default and how to raise it") {
+  // Issue 16: "redelivery max delay 1h is below its base delay 10h" did not
+  // say where the 1 h came from.
+  struct row {
+    configure_fn configure;
+    std::string message;
+  };
+  const std::vector<row> table = {
+      {[](bus::policy_builder& p) { p.on_any().redeliver(3, 10h); },
+       "rule #1 on_any(): redelivery max delay 1h (the default) is below its base delay 10h; "
+       "raise it with .max_delay(10h) or more on the redelivery stage"},
+      {[](bus::policy_builder& p) { p.on_any().retry(2).then_redeliver(2, 2h); },
+       "rule #1 on_any(): redelivery max delay 1h (the default) is below its base delay 2h; "
+       "raise it with .max_delay(2h) or more on the redelivery stage"},
+      {[](bus::policy_builder& p) { p.on_any().retry(2, 1min); },
+       "rule #1 on_any(): retry max delay 30s (the default) is below its base delay 1min; raise "
+       "it with .max_delay(1min) or more on the retry stage"},
+      {[](bus::policy_builder& p) { p.on_any().redeliver(3, 10h).max_delay(2h); },
+       "rule #1 on_any(): redelivery max delay 2h is below its base delay 10h; raise it with "
+       ".max_delay(10h) or more on the redelivery stage"},
+      {[](bus::policy_builder& p) { p.on_any().redeliver({5min, 3h, 2h}); },
+       "rule #1 on_any(): redelivery max delay 1h (the default) is below interval #2 (3h); raise "
+       "it with .max_delay(3h) or more on the redelivery stage"},
+  };
+  for (const auto& r : table) {
+    const auto checked = bus::validate(rules_of(r.configure));
+    REQUIRE_FALSE(checked);
+    CHECK(checked.error().message == r.message);
+  }
+}
+
+TEST_CASE("a rule that asks for a delay beyond the longest the bus schedules is refused, naming "
+          "the rule and the limit") {
+  using days = std::chrono::duration<long long, std::ratio<86400>>;
+  const bus::duration two_years = days(730);
+  const bus::duration a_year = days(365);
+  REQUIRE(bus::max_scheduled_delay == a_year);
+  struct row {
+    configure_fn configure;
+    std::string message;
+  };
+  const std::vector<row> table = {
+      {[=](bus::policy_builder& p) { p.on_any().redeliver(3, two_years).max_delay(two_years); },
+       "rule #1 on_any(): redelivery base delay 17520h is above the longest delay the bus "
+       "schedules, 8760h (365 days); rule #1 on_any(): redelivery max delay 17520h is above the "
+       "longest delay the bus schedules, 8760h (365 days)"},
+      {[=](bus::policy_builder& p) {
+         p.on<http_error>().redeliver({1h, two_years}).max_delay(two_years);
+       },
+       "rule #1 on<bus::test::http_error>(): redelivery interval #2 (17520h) is above the longest "
+       "delay the bus schedules, 8760h (365 days); rule #1 on<bus::test::http_error>(): "
+       "redelivery max delay 17520h is above the longest delay the bus schedules, 8760h (365 "
+       "days)"},
+      {[=](bus::policy_builder& p) { p.on_any().retry(1, 1s).max_delay(two_years); },
+       "rule #1 on_any(): retry max delay 17520h is above the longest delay the bus schedules, "
+       "8760h (365 days)"},
+      {[=](bus::policy_builder& p) { p.on_any().redeliver(2, 10h); },
+       "rule #1 on_any(): redelivery max delay 1h (the default) is below its base delay 10h; "
+       "raise it with .max_delay(10h) or more on the redelivery stage"},
+  };
+  for (const auto& r : table) {
+    const auto checked = bus::validate(rules_of(r.configure));
+    REQUIRE_FALSE(checked);
+    CHECK(checked.error().message == r.message);
+  }
+  // The limit itself is allowed.
+  CHECK(bus::validate(rules_of([=](bus::policy_builder& p) {
+    p.on_any().redeliver({a_year}).max_delay(a_year);
+  })));
+}
+
+TEST_CASE("no max delay beyond the longest delay the bus schedules is suggested") {
+  using days = std::chrono::duration<long long, std::ratio<86400>>;
+  const bus::duration two_years = days(730);
+  const auto checked =
+      bus::validate(rules_of([=](bus::policy_builder& p) { p.on_any().redeliver(1, two_years); }));
+  REQUIRE_FALSE(checked);
+  CHECK(checked.error().message
+        == "rule #1 on_any(): redelivery base delay 17520h is above the longest delay the bus "
+           "schedules, 8760h (365 days); rule #1 on_any(): redelivery max delay 1h (the default) "
+           "is below its base delay 17520h");
+}
+
 TEST_CASE("every mistake is reported at once, each naming its scope and rule") {
   bus::recoverability_scopes scopes;
   scopes.add_resilience(bus::scope_level::bus, [](bus::policy_builder& p) {
@@ -81,7 +166,8 @@ TEST_CASE("every mistake is reported at once, each naming its scope and rule") {
         == "bus scope, rule #1 on<bus::test::http_error>(): retry count is -1; it must be 0 or "
            "more; bus scope, rule #1 on<bus::test::http_error>(): redelivery interval list is "
            "empty; give at least one interval; consumer scope, rule #1 on_any(): retry max delay "
-           "500ms is below its base delay 1s");
+           "500ms is below its base delay 1s; raise it with .max_delay(1s) or more on the retry "
+           "stage");
 }
 
 TEST_CASE("a scope that loses resolution is validated too") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -15,12 +16,18 @@ namespace bus {
 // Run the handler again in process after `delay`; the slot stays held.
 struct immediate_retry {
   duration delay{};
+  // The delay asked for, when it was longer than max_scheduled_delay and
+  // decide() cut it to that (a custom policy's decision, or rules never
+  // validated); empty otherwise. The runtime logs a warning when it is set.
+  std::optional<duration> clamped_from{};
 };
 
 // Hand the message to the scheduler, to come back through the endpoint's
 // input queue after `delay` with its delivery count raised.
 struct delayed_retry {
   duration delay{};
+  // As immediate_retry::clamped_from.
+  std::optional<duration> clamped_from{};
 };
 
 // Send a copy with fault headers to the error queue and acknowledge the
@@ -52,7 +59,8 @@ using action = std::variant<immediate_retry, delayed_retry, move_to_error, disca
 [[nodiscard]] std::string_view name(const action& a) noexcept;
 
 // One line for people, in NServiceBus's words: "immediate retry after
-// 00:00:00.200", "delayed retry after 00:05:00", "move to the error queue:
+// 00:00:00.200", "delayed retry after 00:05:00" (with "(clamped from
+// 17520:00:00)" after a clamped delay), "move to the error queue:
 // <reason>", "move to error queue 'audit_errors': <reason>", "discard:
 // <reason>".
 [[nodiscard]] std::string describe(const action& a);

@@ -51,6 +51,9 @@ public:
 
   // The first declared type that catches `exception`, if any.
   [[nodiscard]] const detail::exception_type*
+  find(const caught_exception& thrown) const noexcept;
+  // The same, looking into `exception` first (one rethrow).
+  [[nodiscard]] const detail::exception_type*
   find(const std::exception_ptr& exception) const noexcept;
 
   [[nodiscard]] const std::vector<detail::exception_type>& types() const noexcept { return types_; }

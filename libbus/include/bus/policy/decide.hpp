@@ -29,7 +29,9 @@ namespace bus {
 //     it is discard.
 // With n retries and m redeliveries a handler that always fails runs
 // (n + 1)(m + 1) times. A tier the endpoint cannot carry out counts as
-// having no retries. Draws once from `rng` for a jittered delay, never
+// having no retries. The time since the first failure is measured without
+// overflow whatever the two times are (a first failure after `now` counts
+// as none). Draws once from `rng` for a jittered delay, never
 // otherwise. Never throws what a user's predicate or delay function throws:
 // the latter becomes a move to the error queue with the reason recorded.
 [[nodiscard]] action default_policy(const recoverability_config& config,
@@ -37,7 +39,11 @@ namespace bus {
 
 // The decision the runtime acts on. Reads `config` only, so one
 // configuration may serve many consumers deciding at once, each with its
-// own generator:
+// own generator. Looks into the exception once (none at all when the
+// context carries the runtime's caught_exception, see error_context_for):
+// every rule, the unrecoverable list, predicates and delay functions are
+// then answered without a rethrow for an exception derived from
+// std::exception.
 //  - a deserialization failure goes to the error queue, without asking the
 //    custom policy;
 //  - otherwise the custom policy decides if there is one (what it throws
@@ -50,7 +56,10 @@ namespace bus {
 // immediate retry when immediate retries are not available, or a delayed
 // retry when the transport has no delayed delivery, becomes a move to the
 // error queue whose reason names the action refused and why. A negative
-// delay becomes zero. Anything else is returned unchanged.
+// delay becomes zero; a delay above max_scheduled_delay (365 days) becomes
+// max_scheduled_delay, with the delay asked for in the action's
+// clamped_from so that the runtime can log a warning. Anything else is
+// returned unchanged.
 [[nodiscard]] action apply_capabilities(action decided, const recoverability_config& config);
 
 } // namespace bus

@@ -9,6 +9,8 @@
 #include <typeindex>
 #include <typeinfo>
 
+#include "bus/caught_exception.hpp"
+
 namespace bus::detail {
 
 // The readable name of a type ("bus::message_deserialization_error", "int").
@@ -42,8 +44,10 @@ namespace bus::detail {
 //    object of D is ever needed: D may be abstract or have no default
 //    constructor.
 //
-// Nothing walks type_info hierarchies (ABI-specific). Each test costs one
-// throw; rules are consulted on the failure path only.
+// Nothing walks type_info hierarchies (ABI-specific). Each test of an
+// exception_ptr costs one throw. The failure path tests a caught_exception
+// instead (matches()), which costs no throw for an exception derived from
+// std::exception, and rule_set ranks its types once, when rules are added.
 class exception_type {
 public:
   template <class E> [[nodiscard]] static exception_type of() noexcept {
@@ -55,12 +59,20 @@ public:
     static_assert(
         !std::is_const_v<E> && !std::is_volatile_v<E>,
         "an exception rule names the type without cv-qualifiers: on<E>(), not on<const E>()");
-    return exception_type(typeid(E), &catches_as<E>, &throw_null<E>, &catches_pointer_as<E>);
+    return exception_type(typeid(E), &catches_as<E>, &matches_as<E>, &throw_null<E>,
+                          &catches_pointer_as<E>);
   }
 
-  // Whether `catch (const E&)` catches `exception`. False for an empty pointer.
+  // Whether `catch (const E&)` catches `exception`. False for an empty
+  // pointer. One rethrow.
   [[nodiscard]] bool catches(const std::exception_ptr& exception) const noexcept {
     return catches_(exception);
+  }
+
+  // The same answer for an exception looked into already: no rethrow when
+  // it derives from std::exception (see caught_exception::is()).
+  [[nodiscard]] bool matches(const caught_exception& thrown) const noexcept {
+    return matches_(thrown);
   }
 
   // Whether every object of this type is also one of `base`: the same type,
@@ -82,12 +94,14 @@ public:
 
 private:
   using catches_fn = bool (*)(const std::exception_ptr&) noexcept;
+  using matches_fn = bool (*)(const caught_exception&) noexcept;
   using thrower_fn = void (*)();
   using catches_pointer_fn = bool (*)(thrower_fn) noexcept;
 
-  exception_type(const std::type_info& info, catches_fn catches, thrower_fn thrower,
-                 catches_pointer_fn catches_pointer) noexcept
-      : info_(&info), catches_(catches), throw_null_(thrower), catches_pointer_(catches_pointer) {}
+  exception_type(const std::type_info& info, catches_fn catches, matches_fn matches,
+                 thrower_fn thrower, catches_pointer_fn catches_pointer) noexcept
+      : info_(&info), catches_(catches), matches_(matches), throw_null_(thrower),
+        catches_pointer_(catches_pointer) {}
 
   template <class E> static bool catches_as(const std::exception_ptr& exception) noexcept {
     if (!exception)
@@ -99,6 +113,10 @@ private:
     } catch (...) {
       return false;
     }
+  }
+
+  template <class E> static bool matches_as(const caught_exception& thrown) noexcept {
+    return thrown.is<E>();
   }
 
   template <class E> [[noreturn]] static void throw_null() { throw static_cast<E*>(nullptr); }
@@ -116,6 +134,7 @@ private:
 
   const std::type_info* info_;
   catches_fn catches_;
+  matches_fn matches_;
   thrower_fn throw_null_;
   catches_pointer_fn catches_pointer_;
 };

@@ -54,10 +54,10 @@ struct returns_duration<F, Argument, std::enable_if_t<std::is_invocable_v<const 
     : std::is_convertible<std::invoke_result_t<const F&, Argument, int>, duration> {};
 
 // A delay function over the typed exception, made callable with the
-// exception_ptr that schedules hold. Called as const: the configuration is
+// caught_exception that schedules hold. Called as const: the configuration is
 // shared by every consumer of the endpoint, and they may decide at once.
 template <class E, class F>
-std::function<duration(const std::exception_ptr&, int)> make_delay_function(F compute) {
+std::function<duration(const caught_exception&, int)> make_delay_function(F compute) {
   using argument = typename delay_argument<E>::type;
   constexpr bool callable = std::is_invocable_v<const F&, argument, int>;
   constexpr bool yields_duration = returns_duration<F, argument>::value;
@@ -71,24 +71,24 @@ std::function<duration(const std::exception_ptr&, int)> make_delay_function(F co
   } else if constexpr (std::is_same_v<E, any_exception>) {
     if (is_null_callable(compute))
       return {};
-    return [compute = std::move(compute)](const std::exception_ptr& exception,
+    return [compute = std::move(compute)](const caught_exception& thrown,
                                           int attempt) -> duration {
-      return compute(exception, attempt);
+      return compute(thrown.pointer(), attempt);
     };
   } else {
     if (is_null_callable(compute))
       return {};
-    return [compute = std::move(compute)](const std::exception_ptr& exception,
+    return [compute = std::move(compute)](const caught_exception& thrown,
                                           int attempt) -> duration {
-      try {
-        std::rethrow_exception(exception);
-      } catch (const E& typed) {
+      auto delay = thrown.visit_as<E>([&](const E& typed) -> duration {
         return compute(typed, attempt);
-      } catch (...) {
+      });
+      if (!delay) {
         // Only reachable when a schedule is moved to a rule of another type
         // by hand: the DSL pairs each delay function with its own rule.
         throw std::logic_error("a delay function received an exception of another type");
       }
+      return *delay;
     };
   }
 }
@@ -307,15 +307,11 @@ public:
     rule& r = start();
     r.type = detail::exception_type::of<E>();
     if constexpr (callable) {
-      r.predicate = [predicate =
-                         std::move(predicate)](const std::exception_ptr& exception) -> bool {
-        try {
-          std::rethrow_exception(exception);
-        } catch (const E& typed) {
-          return static_cast<bool>(predicate(typed));
-        } catch (...) {
-          return false; // not an E: the type test keeps this from happening
-        }
+      r.predicate = [predicate = std::move(predicate)](const caught_exception& thrown) -> bool {
+        // Not an E cannot happen: the type test comes first.
+        return thrown
+            .visit_as<E>([&](const E& typed) { return static_cast<bool>(predicate(typed)); })
+            .value_or(false);
       };
     }
     return rule_builder<E>(r);

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "bus/caught_exception.hpp"
 #include "bus/policy/exception_type.hpp"
 #include "bus/policy/schedule.hpp"
 #include "bus/time.hpp"
@@ -29,9 +30,10 @@ struct rule {
   // whatsoever (on_any()), including those not derived from std::exception.
   std::optional<detail::exception_type> type;
   // Narrows the match. Called only with an exception already known to be of
-  // `type`; it rethrows and tests the typed object. Empty: no predicate. A
-  // predicate that throws counts as not matching.
-  std::function<bool(const std::exception_ptr&)> predicate;
+  // `type`; it tests the typed object (caught_exception::visit_as, no
+  // rethrow for an exception derived from std::exception). Empty: no
+  // predicate. A predicate that throws counts as not matching.
+  std::function<bool(const caught_exception&)> predicate;
   // Tier 1, in-process retries; empty: this rule does not retry.
   std::optional<retry_schedule> retry;
   // Tier 2, redeliveries through the scheduler; empty: no redelivery.

@@ -81,13 +81,32 @@ public:
   //     the first that holds wins; then the rule without predicate;
   //  3. a type whose rules all decline passes to the next type.
   // An empty pointer matches nothing. Never throws what a predicate throws.
+  // Rethrows `thrown` for no test when it derives from std::exception, once
+  // per registered type otherwise; ranks types without a throw (the ranks
+  // are worked out as rules are added).
+  [[nodiscard]] rule_match match(const caught_exception& thrown) const;
+  // The same, looking into `exception` first (one rethrow).
   [[nodiscard]] rule_match match(const std::exception_ptr& exception) const;
 
   // "rule #2 on<http_error>(predicate)", for reasons and error messages.
   [[nodiscard]] std::string name_of(std::size_t index) const;
 
 private:
+  static constexpr std::size_t no_type = static_cast<std::size_t>(-1);
+
+  // The index of `type` in types_, added (and ranked against the others,
+  // two throws per type already there) if it is new.
+  std::size_t type_index(const detail::exception_type& type);
+
   std::vector<rule> rules_;
+  // Every type a rule has named, in order of first appearance, and for each
+  // pair whether the first is the same as or derives from the second:
+  // derived_[a * types_.size() + b]. Kept as rules are added, so match()
+  // ranks types by looking up, not by throwing.
+  std::vector<detail::exception_type> types_;
+  std::vector<bool> derived_;
+  // Per rule in rules_: its type's index in types_, or no_type (catch-all).
+  std::vector<std::size_t> type_of_;
 };
 
 } // namespace bus

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "bus/caught_exception.hpp"
 #include "bus/policy/backoff.hpp"
 #include "bus/policy/random.hpp"
 #include "bus/time.hpp"
@@ -36,7 +37,7 @@ struct interval_delays {
 // to the error queue with the reason recorded.
 struct exception_delays {
   int count = 0;
-  std::function<duration(const std::exception_ptr&, int attempt)> compute;
+  std::function<duration(const caught_exception&, int attempt)> compute;
 };
 
 struct retry_schedule {
@@ -45,6 +46,14 @@ struct retry_schedule {
   // A hard ceiling: no delay of this schedule exceeds it, jittered or not.
   duration max_delay{};
 };
+
+// The longest delay the bus schedules, for any tier: 365 days. validate()
+// refuses a rule whose base delay, interval or max delay is longer, and
+// decide() clamps a longer delay (from a custom policy, or rules that were
+// never validated) to it and says so in the action (clamped_from). With the
+// times a message may carry (up to the year 2200, see time.hpp) a due time
+// `now + delay` stays far from the end of system_clock's range (2262).
+inline constexpr duration max_scheduled_delay = std::chrono::hours(24 * 365);
 
 // Mocha's retry defaults: Retry() means 3 retries, 200 ms, exponential,
 // jitter, at most 30 s.
@@ -89,11 +98,17 @@ make_redelivery_schedule(std::variant<backoff_delays, interval_delays, exception
 // negative. An attempt beyond the last interval takes the last one. Calls a
 // user's delay function for exception_delays and lets what it throws pass.
 [[nodiscard]] duration nominal_delay(const retry_schedule& schedule, int attempt,
+                                     const caught_exception& thrown);
+// The same, looking into `exception` first (one rethrow).
+[[nodiscard]] duration nominal_delay(const retry_schedule& schedule, int attempt,
                                      const std::exception_ptr& exception);
 
 // The delay decide() uses: nominal_delay(), jittered when the schedule says
 // so (one draw from `rng`), capped at max_delay again. Without jitter no
 // draw is made. Lets a user's delay function's exception pass.
+[[nodiscard]] duration planned_delay(const retry_schedule& schedule, int attempt,
+                                     const caught_exception& thrown, random_source rng);
+// The same, looking into `exception` first (one rethrow).
 [[nodiscard]] duration planned_delay(const retry_schedule& schedule, int attempt,
                                      const std::exception_ptr& exception, random_source rng);
 

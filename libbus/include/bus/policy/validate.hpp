@@ -14,11 +14,14 @@ namespace bus {
 
 // Refuses, with errc::invalid_configuration: a rule with no action; a
 // negative retry or redelivery count; an empty interval list; a negative
-// delay; a maximum delay below the base delay or below an interval; an
-// empty delay function; a budget below one attempt; a time limit that is
-// not positive. The message lists every mistake, "; "-separated, each as
-// "<scope> scope, rule #2 on<http_error>(predicate): retry max delay 100ms
-// is below its base delay 200ms".
+// delay; a base delay, interval or maximum delay above
+// max_scheduled_delay (365 days); a maximum delay below the base delay or
+// below an interval (saying whether it is the tier's default and the
+// .max_delay() call that fixes it); an empty delay function; a budget
+// below one attempt; a time limit that is not positive. The message lists
+// every mistake, "; "-separated, each as "<scope> scope, rule #2
+// on<http_error>(predicate): retry max delay 100ms is below its base delay
+// 200ms; raise it with .max_delay(200ms) or more on the retry stage".
 [[nodiscard]] result<void> validate(const rule_set& rules,
                                     std::optional<scope_level> scope = std::nullopt);
 
