@@ -10,7 +10,6 @@
 #include "bus/handler_verdicts.hpp"
 #include "bus/header_names.hpp"
 #include "consumer_endings.hpp"
-#include "delivery_history.hpp"
 #include "delivery_steps.hpp"
 
 namespace bus::detail {
@@ -24,15 +23,6 @@ void report_failed_attempt(consumer* self) {
     self->send(self->state.endpoint, attempt_atom::value);
 }
 
-bool is_poison(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const poison_message&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
 
 handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
@@ -86,14 +76,6 @@ void run_attempt(consumer* self) {
           });
 }
 
-// A message held back earlier because no error queue would take it: its
-// fate is decided; the error queue is tried again, without the handler.
-// Only this endpoint's own mark counts: a message that merely carries the
-// header from elsewhere runs its handler like any other.
-bool held_back_here(const endpoint_runtime& rt, const envelope& msg) {
-  auto mark = msg.headers.find(header::fault_pending);
-  return mark && *mark == rt.name();
-}
 
 // Makes `d` the current delivery and readies it for its handler. Returns
 // false if it ends here already: a held-back fault, a message too large,
@@ -108,8 +90,15 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
     return false; // waited for a slot while its connection died: not run at all
   const auto& msg = *cur.item.message;
   cur.handler = rt.find_handler(msg.message_type);
-  if (held_back_here(rt, msg)) {
-    auto fault = fault_from_headers(msg);
+  // Its past, read once with bounds: headers from outside the process.
+  cur.history = read_delivery_history(msg, rt.name(), rt.now());
+  for (const auto& note : cur.history.notes)
+    rt.log().endpoint->warn("message {} on endpoint '{}': {}", msg.message_id, rt.name(), note);
+  if (cur.history.pending_fault) {
+    // Held back here earlier because no error queue would take it: its fate
+    // is decided; the error queue is tried again, without the handler. (A
+    // mark from elsewhere is foreign: the handler runs as for any message.)
+    auto fault = *cur.history.pending_fault;
     fault.at = rt.now();
     // Typed again, so that its fault<T> is raised as it ends.
     if (auto body = rt.registry().ensure_typed(msg.message_type, msg.body))
@@ -125,8 +114,8 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
     auto why = "the message has " + std::to_string(msg.body.text_size())
                + " bytes, more than the endpoint's maximum of " + std::to_string(limit);
     rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-    cur.last_exception = std::make_exception_ptr(message_too_large(why));
-    cur.last_what = describe(cur.last_exception);
+    cur.last_exception = caught_exception(std::make_exception_ptr(message_too_large(why)));
+    cur.last_what = cur.last_exception.describe();
     fail_for_good(self, move_to_error{why, {}});
     return false;
   }
@@ -179,27 +168,26 @@ void on_failure(consumer* self, std::exception_ptr error) {
   auto& cur = *self->state.current;
   rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
   report_failed_attempt(self);
-  cur.last_exception = std::move(error);
   // Rethrowing is the only way to look into an exception_ptr, and it is
-  // costly: described once here, read by every step that follows.
-  cur.last_what = describe(cur.last_exception);
+  // costly: looked into once here; the poison check, the description and
+  // the policy's rules all read what it saw.
+  cur.last_exception = caught_exception(std::move(error));
+  cur.last_what = cur.last_exception.describe();
   rt.emit(event_kind::failed, *cur.item.message, [&](bus_event& e) {
     e.attempt = cur.attempt;
     e.exception_type = cur.last_what.type;
     e.detail = cur.last_what.message;
   });
-  if (is_poison(cur.last_exception)) {
+  if (cur.last_exception.is<poison_message>()) {
     fail_for_good(self, move_to_error{"the handler marked the message as poison", {}});
     return;
   }
   const auto& msg = *cur.item.message;
-  auto history = read_history(rt, msg);
-  error_context context;
-  context.exception = cur.last_exception;
+  auto context = error_context_for(cur.last_exception);
   context.immediate_attempts = cur.attempt;
   context.delivery_count = msg.delivery_count;
-  context.total_attempts = history.failed_attempts + cur.attempt;
-  context.first_failure = history.first_failure;
+  context.total_attempts = cur.history.total_attempts(cur.attempt);
+  context.first_failure = cur.history.first_failure;
   context.now = rt.now();
   context.message = &msg;
   auto decided = [&] {
@@ -214,6 +202,11 @@ void on_failure(consumer* self, std::exception_ptr error) {
   std::visit(
     [&](const auto& a) {
       using kind = std::decay_t<decltype(a)>;
+      if constexpr (std::is_same_v<kind, immediate_retry> || std::is_same_v<kind, delayed_retry>)
+        if (a.clamped_from)
+          rt.log().delayed_retry->warn("the policy asked for a delay of {} for message {}; "
+                                       "waiting the longest delay the bus schedules, {}, instead",
+                                       to_hms(*a.clamped_from), msg.message_id, to_hms(a.delay));
       if constexpr (std::is_same_v<kind, immediate_retry>)
         retry_now(self, a);
       else if constexpr (std::is_same_v<kind, delayed_retry>)

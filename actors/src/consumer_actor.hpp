@@ -21,6 +21,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "bus/caught_exception.hpp"
+#include "bus/delivery_history.hpp"
 #include "bus/exception_info.hpp"
 #include "bus/fault.hpp"
 #include "bus/policy/action.hpp"
@@ -47,7 +49,8 @@ struct current_delivery {
   message_body body;                 // decoded, typed
   int attempt = 1;                   // attempts in this delivery, this one included
   bool throttled = false;            // dispatched while rate limited: no immediate retries
-  std::exception_ptr last_exception; // of the last failed attempt
+  delivery_history history;          // what the message says of its past, read once
+  caught_exception last_exception;   // of the last failed attempt, looked into once
   exception_info last_what;          // its type and message, described once per failure
 
   // The ending under way.

@@ -6,7 +6,6 @@
 
 #include "bus/header_names.hpp"
 #include "dead_letter_file.hpp"
-#include "delivery_history.hpp"
 #include "delivery_steps.hpp"
 #include "scheduler_actor.hpp"
 
@@ -141,8 +140,8 @@ constexpr duration park_delay = std::chrono::seconds(30);
 void park_for_later(consumer* self) {
   const auto& rt = runtime(self);
   const auto& cur = current(self);
-  auto copy = std::make_shared<envelope>(error_queue_copy(rt, *cur.item.message, *cur.fault));
-  copy->headers.set(header::fault_pending, rt.name());
+  auto copy = std::make_shared<envelope>(
+    with_pending_fault(*cur.item.message, *cur.fault, rt.config().limits));
   rt.log().move_to_error->critical("holding message {} for {} before trying its error queue again",
                                    cur.item.message->message_id, to_hms(park_delay));
   auto answered = begin_handoff(self, ending_step::error_queue);
@@ -337,12 +336,11 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
   auto& cur = current(self);
   const auto& msg = *cur.item.message;
   const auto& what = cur.last_what;
-  // The copy carries the history that the policy's limits need.
-  auto history = read_history(rt, msg);
-  auto copy = std::make_shared<envelope>(msg);
-  copy->delivery_count += 1;
-  copy->headers.set(header::first_failure_at, std::to_string(to_unix_ms(history.first_failure)));
-  copy->headers.set(header::failed_attempts, std::to_string(history.failed_attempts + cur.attempt));
+  // The copy carries the history that the policy's limits need, and
+  // nothing of a foreign held-back mark.
+  auto copy = std::make_shared<envelope>(with_failed_delivery(msg, cur.history, cur.attempt));
+  if (cur.history.foreign_fault_pending)
+    copy->headers.erase(header::fault_pending);
   rt.log().delayed_retry->warn(
     "delayed retry {} will reschedule message {} after a delay of {} because of an exception {}: {}",
     copy->delivery_count, msg.message_id, to_hms(a.delay), what.type, what.message);

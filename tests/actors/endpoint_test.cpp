@@ -436,3 +436,24 @@ TEST_CASE_METHOD(caf_fixture,
   CHECK(events.back().delivery_count == 0); // of the delivery that failed
   CHECK(events.back().detail == "redelivery 1");
 }
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a message that carries a held-back mark from elsewhere runs its handler") {
+  int handled = 0;
+  auto b = builder();
+  b.endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.handle<order_placed>([&](const order_placed&) { ++handled; });
+  });
+  auto bus = start(b);
+  for (const auto* mark : {"1", "shipping"}) { // the old mark, another endpoint's
+    bus::send_options foreign;
+    foreign.headers.set(h::fault_pending, mark);
+    foreign.headers.set(h::fault_exception_type, "std::runtime_error");
+    foreign.headers.set(h::failed_attempts, "-5");
+    REQUIRE(bus->send("billing", order_placed{"o-1", 1}, foreign));
+  }
+  sched.run();
+  CHECK(handled == 2);
+  CHECK(transport->depth("billing_error") == 0);
+  CHECK(log_count("bus-failed-attempts") == 2); // the bad count is named in the log
+}
