@@ -19,12 +19,18 @@
 # Where: ${BUS_CAF_TSAN_DIR:-${XDG_CACHE_HOME:-~/.cache}/bus/caf-tsan}, outside
 # any build directory, so wiping build-tsan/ keeps it and every worktree of
 # the repository shares it. The last line of output is the install prefix
-# (include/, lib/); bus.sh hands it to CMake as CAF_ROOT.
+# (include/, lib/); bus.sh hands it to CMake as CAF_ROOT. The unpacked source
+# stays in src/, as TSan's reports point into it.
+#
+# Before it is used, the library must pass scripts/sanitizers/
+# caf_tsan_check.cpp: TSan sees a message hand-off between actors as ordered
+# and a race between two actors as a race.
 #
 # Idempotent: the install carries a stamp naming the CAF version, the
 # tarball's checksum, the compiler and the flags; when the stamp matches,
 # the script prints the prefix and does nothing else.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 CAF_VERSION=0.17.6
 SRC_PACKAGE=actor-framework
@@ -135,7 +141,30 @@ if ! grep -q '#define CAF_LOG_LEVEL CAF_LOG_LEVEL_QUIET' "${PREFIX}/include/caf/
   say "build_config.hpp differs from Debian's"
   exit 1
 fi
+
+# -- Check that TSan judges actors with it ------------------------------------
+
+# scripts/sanitizers/caf_tsan_check.cpp: a hand-off through CAF's mailbox
+# must not be reported (it is, with Debian's libcaf_core), and a race
+# between two actors must be.
+say "checking that TSan sees through the new libcaf_core"
+check_src=${here}/sanitizers/caf_tsan_check.cpp
+check=${builddir}/caf_tsan_check
+nice -n 10 "${CXX}" -std=c++17 ${FLAGS} -isystem "${PREFIX}/include" "${check_src}" \
+  -o "${check}" -L"${PREFIX}/lib" -lcaf_core -Wl,-rpath,"${PREFIX}/lib"
+if ! TSAN_OPTIONS=halt_on_error=1 "${check}" handoff >"${builddir}/handoff.log" 2>&1; then
+  say "TSan reports CAF's own message hand-off as a race: the library is not usable"
+  cat "${builddir}/handoff.log" >&2
+  exit 1
+fi
+if TSAN_OPTIONS=halt_on_error=1 "${check}" race >"${builddir}/race.log" 2>&1 \
+   || ! grep -q "WARNING: ThreadSanitizer: data race" "${builddir}/race.log"; then
+  say "TSan missed a race between two actors: the library is not usable"
+  exit 1
+fi
+
 printf '%s\nsha256 %s\n' "${want_stamp}" "${have_sum}" >"${STAMP}"
-rm -rf "${builddir}" "${srcdir}"
-say "instrumented libcaf_core in ${PREFIX}"
+# The source stays: TSan's reports name CAF's files and lines in it.
+rm -rf "${builddir}"
+say "instrumented libcaf_core in ${PREFIX}, its source in ${srcdir}"
 echo "${PREFIX}"
