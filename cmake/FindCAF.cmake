@@ -3,10 +3,35 @@
 #
 # Provides the imported targets CAF::core and, when present, CAF::io.
 # Refuses any other CAF series: 0.18 changed the API this project uses.
+#
+# CAF_ROOT (a CMake or environment variable): take CAF from that prefix
+# (include/, lib/) and from nowhere else, neither header nor library from the
+# system. ./bus.sh test --tsan points it at the libcaf_core built with
+# ThreadSanitizer by scripts/build-caf-tsan.sh; headers and library must come
+# from the same build, or the ABI may not match. Results cached from another
+# prefix (a build directory first configured without CAF_ROOT) are found
+# again. The imported library lies outside the linker's default paths, so
+# CMake puts its directory in the build tree's RPATH: the tests load it.
 
-find_path(CAF_INCLUDE_DIR caf/all.hpp)
-find_library(CAF_CORE_LIBRARY NAMES caf_core)
-find_library(CAF_IO_LIBRARY NAMES caf_io)
+if(NOT CAF_ROOT AND DEFINED ENV{CAF_ROOT})
+  set(CAF_ROOT "$ENV{CAF_ROOT}")
+endif()
+if(CAF_ROOT)
+  get_filename_component(CAF_ROOT "${CAF_ROOT}" ABSOLUTE)
+  foreach(_caf_var CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
+    string(FIND "${${_caf_var}}" "${CAF_ROOT}/" _caf_at)
+    if(NOT _caf_at EQUAL 0)
+      unset(${_caf_var} CACHE)
+    endif()
+  endforeach()
+  set(_caf_where PATHS "${CAF_ROOT}" NO_DEFAULT_PATH)
+else()
+  set(_caf_where)
+endif()
+
+find_path(CAF_INCLUDE_DIR caf/all.hpp ${_caf_where} PATH_SUFFIXES include)
+find_library(CAF_CORE_LIBRARY NAMES caf_core ${_caf_where} PATH_SUFFIXES lib)
+find_library(CAF_IO_LIBRARY NAMES caf_io ${_caf_where} PATH_SUFFIXES lib)
 
 if(CAF_INCLUDE_DIR)
   file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_version_line
