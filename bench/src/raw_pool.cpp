@@ -70,8 +70,8 @@ caf::behavior raw_dispatcher(dispatcher* self, int workers, std::shared_ptr<cons
 
 } // namespace
 
-caf::actor spawn_raw_pool(caf::actor_system& sys, int workers,
-                          std::shared_ptr<const raw_work> work, bool detached) {
+caf::actor spawn_raw_pool(caf::actor_system& sys, int workers, std::shared_ptr<const raw_work> work,
+                          bool detached) {
   return sys.spawn(raw_dispatcher, workers, std::move(work), detached);
 }
 
