@@ -36,7 +36,7 @@ for arg in "$@"; do
     --runs=*) suite_args+=(--runs "${arg#--runs=}") ;;
     --only-rabbitmq) suite_args+=(--only rabbitmq) ;;
     --only-blocking) suite_args+=(--only blocking) ;;
-    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 
