@@ -5,6 +5,8 @@
 #   scripts/bench.sh --peer     the same, plus the in-memory workload on @node-ts/bus-core
 #   scripts/bench.sh --quick    smaller sizes and 3 runs (a quick look, not figures to quote)
 #   scripts/bench.sh --only-rabbitmq   only the RabbitMQ cases (bus vs raw rabbitmq-c)
+#   scripts/bench.sh --only-blocking   only the blocking-handler cases, the round trip
+#                                      beside them and the 8-slot no-op row (no broker)
 #
 # Builds build-release/ (programs in build-release/bin/), writes
 # build/bench/results.json and build/bench/table.txt. The RabbitMQ cases run
@@ -33,7 +35,8 @@ for arg in "$@"; do
     --quick) suite_args+=(--quick yes) ;;
     --runs=*) suite_args+=(--runs "${arg#--runs=}") ;;
     --only-rabbitmq) suite_args+=(--only rabbitmq) ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    --only-blocking) suite_args+=(--only blocking) ;;
+    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 

@@ -1,11 +1,12 @@
 // bus-bench: the benchmarks of the bus against the raw layer beneath it.
 //
-//   bus-bench suite [--runs N] [--quick] [--only rabbitmq] [--rabbitmq-url U] [--json FILE]
+//   bus-bench suite [--runs N] [--quick] [--only rabbitmq|blocking] [--rabbitmq-url U] [--json FILE]
 //                   [--rabbitmq-broker-script S --rabbitmq-broker-dir D]
 //                   [--peer-script F --peer-modules D
 //                    --peer-package P | --peer-status TEXT] [--revision R]
 //       every case, each run a process of its own; prints the table, writes the JSON
-//   bus-bench throughput|retry_path|redelivery [--impl bus|raw] [--name value ...]
+//   bus-bench throughput|retry_path|redelivery|blocking [--impl bus|raw] [--name value ...]
+//   bus-bench blocked_round_trip [--impl busy|idle] [--name value ...]
 //   bus-bench rabbitmq_send|rabbitmq_async_send|rabbitmq_consume --url amqp://... [--impl bus|raw] ...
 //       one run of one case; prints its result as one JSON line
 #include <cstdio>
@@ -57,6 +58,7 @@ int suite(int argc, char** argv) {
   o.revision = args.text("revision", "");
   o.rabbitmq_url = args.text("rabbitmq-url", "");
   o.rabbitmq_only = args.text("only", "") == "rabbitmq";
+  o.blocking_only = args.text("only", "") == "blocking";
   o.rabbitmq_status = args.text("rabbitmq-status", o.rabbitmq_status);
   o.rabbitmq_broker_script = args.text("rabbitmq-broker-script", "");
   o.rabbitmq_broker_dir = args.text("rabbitmq-broker-dir", "");
@@ -68,7 +70,8 @@ int suite(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     std::cerr << "usage: bus-bench suite [--runs N] [--quick yes] [--json FILE] ...\n"
-                 "       bus-bench throughput|retry_path|redelivery [--impl bus|raw] ...\n";
+                 "       bus-bench throughput|retry_path|redelivery|blocking [--impl bus|raw] ...\n"
+                 "       bus-bench blocked_round_trip [--impl busy|idle] ...\n";
     return argc < 2 ? 2 : 0;
   }
   std::string name = argv[1];
@@ -79,6 +82,10 @@ int main(int argc, char** argv) {
     bench::case_result result;
     if (name == "throughput") {
       result = bench::run_throughput(args);
+    } else if (name == "blocking") {
+      result = bench::run_blocking(args);
+    } else if (name == "blocked_round_trip") {
+      result = bench::run_blocked_round_trip(args);
     } else if (name == "retry_path") {
       result = bench::run_retry_path(args);
     } else if (name == "redelivery") {

@@ -9,10 +9,9 @@
 //   call returns once the broker confirmed its message, so at most S are
 //   unconfirmed (the transport pipelines them over one connection). Raw:
 //   one thread publishes with at most S unconfirmed (a sliding window).
-// rabbitmq_async_send: one thread keeps --window sends in flight. Bus: the
-//   RabbitMQ transport's async_send with the envelope bus.send builds
-//   (a fresh id, the JSON body), a completion per message; the thread waits
-//   only when the window is full. Raw: one publisher with at most --window
+// rabbitmq_async_send: one thread keeps --window sends in flight. Bus:
+//   bus.send_async, a completion per message (called once the broker
+//   confirmed it); the thread waits only when the window is full. Raw: one publisher with at most --window
 //   unconfirmed, as in rabbitmq_send.
 // rabbitmq_consume: the queue is filled first (by the same raw publisher
 //   for both sides, not timed), then consumed with prefetch = --slots. Bus:
@@ -285,23 +284,20 @@ case_result run_rabbitmq_async_send(const case_args& args) {
   double seconds = 0;
   std::uint64_t sent = 0;
   if (impl == "bus") {
-    std::mt19937_64 random{std::random_device{}()};
+    caf::actor_system_config cfg;
+    configure(cfg, args);
+    caf::actor_system sys{cfg};
     window slots(in_flight);
     completion done;
     std::atomic<std::uint64_t> failed{0};
-    // Destroyed first: completions it still owes run before what they use goes.
-    auto transport = connect_transport(url);
+    // Stopped before what its completions use goes: it owes none after stop().
+    auto bus = make_bus(sys, connect_transport(url), queue, 0, [](const ping&) {});
+    if (auto ok = bus->start(); !ok)
+      throw std::runtime_error(ok.error().message);
     auto start = steady::now();
     for (std::uint64_t i = 0; i < messages; ++i) {
-      bus::envelope env;
-      env.message_id = bus::make_message_id(random(), random());
-      env.message_type = ping_type;
-      env.sent_at = std::chrono::system_clock::now();
-      env.source_address = "bus";
-      env.destination_address = queue;
-      env.body = bus::message_body::text(nlohmann::json(ping{i, now_ns()}).dump());
       slots.take();
-      transport->async_send(queue, std::move(env), [&](bus::result<void> r) {
+      bus->send_async(queue, ping{i, now_ns()}, [&](bus::result<void> r) {
         if (!r)
           ++failed;
         slots.give();
@@ -310,6 +306,7 @@ case_result run_rabbitmq_async_send(const case_args& args) {
     }
     done.wait_for(messages, steady::now() + std::chrono::minutes(5));
     seconds = seconds_since(start);
+    bus->stop();
     sent = done.done() - failed.load();
     if (failed > 0)
       throw std::runtime_error(std::to_string(failed.load()) + " sends failed");

@@ -48,10 +48,14 @@ void dispatch(dispatcher* self) {
   }
 }
 
-caf::behavior raw_dispatcher(dispatcher* self, int workers, std::shared_ptr<const raw_work> work) {
-  for (int i = 0; i < workers; ++i)
-    self->state.idle.push_back(
-        self->spawn<caf::linked>(raw_worker, caf::actor_cast<caf::actor>(self), work));
+caf::behavior raw_dispatcher(dispatcher* self, int workers, std::shared_ptr<const raw_work> work,
+                             bool detached) {
+  for (int i = 0; i < workers; ++i) {
+    auto me = caf::actor_cast<caf::actor>(self);
+    self->state.idle.push_back(detached
+                                   ? self->spawn<caf::linked + caf::detached>(raw_worker, me, work)
+                                   : self->spawn<caf::linked>(raw_worker, me, work));
+  }
   return {
       [=](const ping& p) {
         self->state.waiting.push_back(p);
@@ -66,9 +70,9 @@ caf::behavior raw_dispatcher(dispatcher* self, int workers, std::shared_ptr<cons
 
 } // namespace
 
-caf::actor spawn_raw_pool(caf::actor_system& sys, int workers,
-                          std::shared_ptr<const raw_work> work) {
-  return sys.spawn(raw_dispatcher, workers, std::move(work));
+caf::actor spawn_raw_pool(caf::actor_system& sys, int workers, std::shared_ptr<const raw_work> work,
+                          bool detached) {
+  return sys.spawn(raw_dispatcher, workers, std::move(work), detached);
 }
 
 } // namespace bench

@@ -23,8 +23,11 @@ struct raw_work {
 };
 
 // The dispatcher; send it `ping`s. Its workers are linked to it: an exit
-// message to the dispatcher ends them all.
+// message to the dispatcher ends them all. `detached`: each worker is a
+// detached actor (a thread of its own), the raw form of the endpoint's
+// default handler_threads::dedicated.
 [[nodiscard]] caf::actor spawn_raw_pool(caf::actor_system& sys, int workers,
-                                        std::shared_ptr<const raw_work> work);
+                                        std::shared_ptr<const raw_work> work,
+                                        bool detached = false);
 
 } // namespace bench

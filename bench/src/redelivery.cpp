@@ -98,7 +98,7 @@ case_result bus_side(caf::actor_system& sys, std::uint64_t messages, int slots, 
                      std::chrono::milliseconds due_after, steady::time_point deadline) {
   completion redelivered;
   auto b = make_bench_bus(
-      sys, slots,
+      sys, slots, bus::handler_threads::caf_workers,
       [&](const ping&, bus::handler_context& ctx) {
         if (ctx.delivery_count() == 0)
           throw bench_failure();

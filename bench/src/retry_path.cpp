@@ -39,7 +39,8 @@ case_result run_retry_path(const case_args& args) {
   std::function<void(ping)> send;
   if (impl == "bus") {
     b = make_bench_bus(
-        sys, slots, [&](const ping& m, bus::handler_context& ctx) { attempt(m, ctx.attempt()); },
+        sys, slots, bus::handler_threads::caf_workers,
+        [&](const ping& m, bus::handler_context& ctx) { attempt(m, ctx.attempt()); },
         [](bus::policy_builder& p) { p.on_any().retry(1, 0ms); });
     if (auto ok = b.bus->start(); !ok)
       throw std::runtime_error(ok.error().message);

@@ -33,6 +33,10 @@ struct sizes {
   // gets fewer messages; enough for a second or more per run.
   std::uint64_t rabbitmq_one = 1'000;
   std::uint64_t rabbitmq_many = 10'000;
+  // Blocking handlers: 25 rounds of every slot (2.5 s at the ideal rate);
+  // the round trip: this many requests, 1 ms apart.
+  int blocking_rounds = 25;
+  int round_trip_requests = 2'000;
 };
 
 sizes sizes_for(const suite_options& o) {
@@ -45,11 +49,21 @@ sizes sizes_for(const suite_options& o) {
     s.redelivery = 100'000;
     s.rabbitmq_one = 500;
     s.rabbitmq_many = 5'000;
+    s.blocking_rounds = 10;
+    s.round_trip_requests = 500;
   }
   return s;
 }
 
 const int slot_counts[] = {1, 2, 8, 64};
+// The no-op throughput row also measured with the endpoint's default
+// handler_threads (dedicated: a thread per slot), against the same raw runs.
+const int dedicated_row_slots = 8;
+// Blocking handlers: 10 ms each, on 2 CAF threads, at these slot counts;
+// the round trip beside the larger one.
+const int blocking_slots[] = {8, 64};
+const int blocking_ms = 10;
+const int round_trip_slots = 64;
 // Concurrent senders (bus) = unconfirmed window (raw); prefetch = slots.
 const int rabbitmq_senders[] = {1, 8, 64};
 const int rabbitmq_slots[] = {1, 8, 64};
@@ -200,17 +214,32 @@ json bus_against_raw(std::vector<json> bus_runs, std::vector<json> raw_runs) {
 json throughput_section(case_runner& run, const suite_options& o, const sizes& s) {
   json rows = json::array();
   for (int slots : slot_counts) {
-    std::vector<json> bus_runs, raw_runs, peer_runs;
+    if (o.blocking_only && slots != dedicated_row_slots)
+      continue;
+    std::vector<json> bus_runs, raw_runs, peer_runs, dedicated_runs;
     auto args = std::vector<std::string>{"--slots", std::to_string(slots), "--messages",
                                          std::to_string(s.throughput)};
     for (int r = 0; r < o.runs; ++r) {
       bus_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--impl", "bus"}));
       raw_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--impl", "raw"}));
+      if (slots == dedicated_row_slots)
+        dedicated_runs.push_back(run.run(
+            "throughput", args + std::vector<std::string>{"--impl", "bus", "--handler-threads",
+                                                          "dedicated"}));
       if (!o.peer_script.empty())
         peer_runs.push_back(run.run_peer(slots, s.peer));
     }
     auto row = bus_against_raw(std::move(bus_runs), std::move(raw_runs));
     row["slots"] = slots;
+    row["handler_threads"] = "caf_workers";
+    if (!dedicated_runs.empty()) {
+      json d = {{"bus_msgs_per_s", median(dedicated_runs, "msgs_per_s")},
+                {"bus_peak_rss_kb", median(dedicated_runs, "peak_rss_kb")}};
+      d["ratio_bus_to_raw"] = ratio(d["bus_msgs_per_s"], row["raw_msgs_per_s"]);
+      d["ratio_to_caf_workers"] = ratio(d["bus_msgs_per_s"], row["bus_msgs_per_s"]);
+      d["runs"] = dedicated_runs;
+      row["dedicated"] = d;
+    }
     row["messages"] = s.throughput;
     if (!o.peer_script.empty()) {
       row["peer_messages"] = s.peer;
@@ -321,6 +350,56 @@ json redelivery_section(case_runner& run, const suite_options& o, const sizes& s
   return out;
 }
 
+// Handlers blocking blocking_ms on 2 CAF threads, default handler_threads,
+// against the ideal (slots / block time) and raw CAF with detached workers.
+json blocking_section(case_runner& run, const suite_options& o, const sizes& s) {
+  json rows = json::array();
+  for (int slots : blocking_slots) {
+    auto messages = static_cast<std::uint64_t>(s.blocking_rounds) * static_cast<std::uint64_t>(slots);
+    auto args = std::vector<std::string>{"--slots", std::to_string(slots), "--block-ms",
+                                         std::to_string(blocking_ms), "--messages",
+                                         std::to_string(messages)};
+    std::vector<json> bus_runs, raw_runs;
+    for (int r = 0; r < o.runs; ++r) {
+      bus_runs.push_back(run.run("blocking", args + std::vector<std::string>{"--impl", "bus"}));
+      raw_runs.push_back(run.run("blocking", args + std::vector<std::string>{"--impl", "raw"}));
+    }
+    auto row = bus_against_raw(std::move(bus_runs), std::move(raw_runs));
+    row["slots"] = slots;
+    row["block_ms"] = blocking_ms;
+    row["messages"] = messages;
+    row["ideal_msgs_per_s"] = slots * 1000.0 / blocking_ms;
+    row["bus_ratio_to_ideal"] = ratio(row["bus_msgs_per_s"], row["ideal_msgs_per_s"]);
+    row["raw_ratio_to_ideal"] = ratio(row["raw_msgs_per_s"], row["ideal_msgs_per_s"]);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// A user's actor answering request/response while every slot of an
+// endpoint blocks (busy), against the same with the bus idle; interleaved.
+json round_trip_section(case_runner& run, const suite_options& o, const sizes& s) {
+  auto args = std::vector<std::string>{"--slots",    std::to_string(round_trip_slots),
+                                       "--block-ms", std::to_string(blocking_ms),
+                                       "--requests", std::to_string(s.round_trip_requests)};
+  std::vector<json> busy, idle;
+  for (int r = 0; r < o.runs; ++r) {
+    busy.push_back(run.run("blocked_round_trip", args + std::vector<std::string>{"--impl", "busy"}));
+    idle.push_back(run.run("blocked_round_trip", args + std::vector<std::string>{"--impl", "idle"}));
+  }
+  json out = {{"slots", round_trip_slots},
+              {"block_ms", blocking_ms},
+              {"requests", s.round_trip_requests}};
+  for (auto [side, runs] : {std::pair{"busy", &busy}, std::pair{"idle", &idle}})
+    out[side] = {{"p50_us", median(*runs, "p50_us")},
+                 {"p99_us", median(*runs, "p99_us")},
+                 {"max_us", median(*runs, "max_us")},
+                 {"endpoint_msgs_per_s", median(*runs, "endpoint_msgs_per_s")},
+                 {"runs", *runs}};
+  out["ratio_p99_busy_to_idle"] = ratio(out["busy"]["p99_us"], out["idle"]["p99_us"]);
+  return out;
+}
+
 // Bus and raw rabbitmq-c interleaved, run by run, so that the broker's
 // state (its disk, its memory) drifts under both alike.
 json rabbitmq_rows(case_runner& run, const suite_options& o, const sizes& s,
@@ -409,7 +488,34 @@ json target(const std::string& what, const std::string& goal, const std::string&
 
 json evaluate_targets(const json& results) {
   json out = json::array();
-  if (results.contains("in_memory")) { // absent with --only rabbitmq
+  if (results.contains("blocking")) {
+    for (const auto& row : results["blocking"]) {
+      auto slots = row["slots"].get<int>();
+      out.push_back(target("blocking 10 ms handlers, " + std::to_string(slots)
+                               + " slots, 2 CAF threads, vs ideal "
+                               + fmt("%.0f", num(row["ideal_msgs_per_s"])) + "/s",
+                           ">= 0.9",
+                           fmt("%.2f", num(row["bus_ratio_to_ideal"])) + " ("
+                               + fmt("%.0f msg/s", num(row["bus_msgs_per_s"])) + ")",
+                           num(row["bus_ratio_to_ideal"]) >= 0.9));
+    }
+  }
+  if (results.contains("round_trip")) {
+    const auto& rt = results["round_trip"];
+    out.push_back(target("actor request/response p99 while 64 slots block", "< 5 ms",
+                         fmt("%.0f us", num(rt["busy"]["p99_us"], 1e9)) + " (idle "
+                             + fmt("%.0f us", num(rt["idle"]["p99_us"], 1e9)) + ")",
+                         num(rt["busy"]["p99_us"], 1e9) < 5000));
+  }
+  if (results.contains("in_memory")) {
+    for (const auto& row : results["in_memory"]["throughput"])
+      if (row.contains("dedicated"))
+        out.push_back(target("no-op, " + std::to_string(row["slots"].get<int>())
+                                 + " slots, default threads (dedicated) vs caf_workers",
+                             "(shown)", fmt("%.2f", num(row["dedicated"]["ratio_to_caf_workers"])),
+                             true));
+  }
+  if (results.contains("failure_path")) { // absent with --only rabbitmq|blocking
     const auto& tp = results["in_memory"]["throughput"];
     double worst_ratio = 1e9, best = 0;
     int best_slots = 0;
@@ -502,9 +608,20 @@ void print_table(const json& results, const suite_options& o) {
           row.contains("ratio_bus_to_peer") ? fmt("%.0f", num(row["ratio_bus_to_peer"])).c_str()
                                             : "-",
           (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
+    for (const auto& row : results["in_memory"]["throughput"])
+      if (row.contains("dedicated"))
+        std::printf("  %-6s %12s %12s %8s %12s %9s %10s   <- %d slots, default handler_threads "
+                    "(dedicated): %s of caf_workers\n",
+                    (std::to_string(row["slots"].get<int>()) + "d").c_str(),
+                    k(row["dedicated"]["bus_msgs_per_s"]).c_str(), k(row["raw_msgs_per_s"]).c_str(),
+                    x(row["dedicated"]["ratio_bus_to_raw"]).c_str(), "-", "-",
+                    (mb(row["dedicated"]["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str(),
+                    row["slots"].get<int>(), x(row["dedicated"]["ratio_to_caf_workers"]).c_str());
+    std::printf("  bus rows: handler_threads(caf_workers), the no-op handler's documented choice\n");
     std::printf("  peer: %s\n", results["peer"]["status"].get<std::string>().c_str());
-
-    std::printf("\nLatency, send to handled, at half of the bus's peak (us)\n");
+  }
+  if (results.contains("failure_path")) { // absent with --only rabbitmq|blocking
+    std::printf("\nLatency, send to handled, at half of the bus's peak (us; bus: caf_workers)\n");
     std::printf("  %-6s %10s %18s %18s %12s\n", "slots", "msg/s", "bus p50/p99/p999",
                 "raw p50/p99/p999", "p99 bus/raw");
     for (const auto& row : results["in_memory"]["latency"])
@@ -537,7 +654,31 @@ void print_table(const json& results, const suite_options& o) {
                   us(r[side]["bytes_beyond_envelope"]).c_str(), us(r[side]["envelope_bytes"]).c_str(),
                   x(r[side]["schedule_s"]).c_str(), k(r[side]["fire_msgs_per_s"]).c_str(),
                   mb(r[side]["peak_rss_kb"]).c_str());
-
+  }
+  if (results.contains("blocking")) {
+    std::printf("\nBlocking handlers (sleep %d ms), %d CAF threads, default handler_threads "
+                "(dedicated); raw: detached CAF workers\n",
+                blocking_ms, o.threads);
+    std::printf("  %-6s %8s %10s %10s %10s %10s %10s\n", "slots", "ideal/s", "bus msg/s",
+                "bus/ideal", "raw msg/s", "raw/ideal", "bus/raw");
+    for (const auto& row : results["blocking"])
+      std::printf("  %-6d %8s %10s %10s %10s %10s %10s\n", row["slots"].get<int>(),
+                  us(row["ideal_msgs_per_s"]).c_str(), us(row["bus_msgs_per_s"]).c_str(),
+                  x(row["bus_ratio_to_ideal"]).c_str(), us(row["raw_msgs_per_s"]).c_str(),
+                  x(row["raw_ratio_to_ideal"]).c_str(), x(row["ratio_bus_to_raw"]).c_str());
+  }
+  if (results.contains("round_trip")) {
+    const auto& rt = results["round_trip"];
+    std::printf("\nRequest/response to a user's actor on CAF's workers, %s requests 1 ms apart "
+                "(us)\n",
+                us(rt["requests"]).c_str());
+    std::printf("  %-44s %8s %8s %8s %12s\n", "", "p50", "p99", "max", "endpoint/s");
+    for (const char* side : {"busy", "idle"})
+      std::printf("  %-44s %8s %8s %8s %12s\n",
+                  std::string(side) == "busy" ? "busy: 64 slots all blocked in 10 ms handlers"
+                                              : "idle: the same bus, no messages",
+                  us(rt[side]["p50_us"]).c_str(), us(rt[side]["p99_us"]).c_str(),
+                  us(rt[side]["max_us"]).c_str(), us(rt[side]["endpoint_msgs_per_s"]).c_str());
   }
   const auto& mq = results["rabbitmq"];
   std::printf("\nRabbitMQ: %s\n", mq["status"].get<std::string>().c_str());
@@ -576,7 +717,7 @@ void print_table(const json& results, const suite_options& o) {
       std::printf("\n");
     }
     std::printf("  send: concurrent bus.send() calls vs one raw publisher with as many "
-                "unconfirmed; async send: one thread, transport async_send with a window vs "
+                "unconfirmed; async send: one thread, bus.send_async with a window vs "
                 "raw with that window of confirms; consume: an endpoint with a no-op handler vs "
                 "raw consume+decode\n");
   }
@@ -602,14 +743,22 @@ int run_suite(const suite_options& o) {
                                                             + ": same workload, same "
                                                               "window, concurrency = slots"}};
   std::fprintf(stderr, "bus-bench: running (one dot per run) ");
-  if (!o.rabbitmq_only) {
+  if (o.blocking_only) {
+    results["in_memory"]["throughput"] = throughput_section(run, o, s);
+    results["blocking"] = blocking_section(run, o, s);
+    results["round_trip"] = round_trip_section(run, o, s);
+  } else if (!o.rabbitmq_only) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
     results["in_memory"]["latency"] =
         latency_section(run, o, s, results["in_memory"]["throughput"]);
     results["failure_path"] = failure_section(run, o, s);
     results["redelivery"] = redelivery_section(run, o, s);
+    results["blocking"] = blocking_section(run, o, s);
+    results["round_trip"] = round_trip_section(run, o, s);
   }
-  if (o.rabbitmq_broker_script.empty() || o.rabbitmq_broker_dir.empty()) {
+  if (o.blocking_only) {
+    results["rabbitmq"] = {{"status", "not measured (--only blocking)"}, {"send", nullptr}};
+  } else if (o.rabbitmq_broker_script.empty() || o.rabbitmq_broker_dir.empty()) {
     results["rabbitmq"] = rabbitmq_section(run, o, s);
   } else {
     auto log = (std::filesystem::path(o.json_path).parent_path() / "broker.log").string();

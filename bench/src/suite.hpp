@@ -19,6 +19,10 @@ struct suite_options {
   std::string revision;     // the commit measured, if known
   std::string rabbitmq_url; // a throwaway broker for the RabbitMQ cases; empty: not measured
   bool rabbitmq_only = false; // only the RabbitMQ cases (--only rabbitmq)
+  // Only this revision's new cases (--only blocking): the blocking
+  // handlers, the round trip beside them, and the 8-slot no-op throughput
+  // row with its default-threads (dedicated) bus.
+  bool blocking_only = false;
   std::string rabbitmq_status = "not measured (./bus.sh bench starts a broker for it)";
   // With both set (as ./bus.sh bench does), the suite starts a throwaway
   // broker in rabbitmq_broker_dir with rabbitmq_broker_script just before

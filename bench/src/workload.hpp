@@ -47,6 +47,8 @@ using case_result = nlohmann::json;
 case_result run_throughput(const case_args& args); // throughput and latency
 case_result run_retry_path(const case_args& args); // 10% failing once vs none
 case_result run_redelivery(const case_args& args); // 1M pending redeliveries
+case_result run_blocking(const case_args& args);   // handlers blocking 10 ms vs the ideal
+case_result run_blocked_round_trip(const case_args& args); // an actor's request/response meanwhile
 // Built only with the RabbitMQ transport (BUS_BENCH_WITH_RABBITMQ).
 case_result run_rabbitmq_send(const case_args& args);    // bus.send vs raw publish, confirmed
 case_result run_rabbitmq_consume(const case_args& args); // endpoint vs raw consume, acked
