@@ -19,11 +19,13 @@ completion reply_to(scheduler* self, Atom atom, Key key) {
   };
 }
 
-// Puts a message back on the endpoint's input queue. Its completion comes
-// back as returned_atom; a refusal keeps the message for later.
+// Puts a message back on the endpoint's input queue. It no longer counts
+// as pending from the moment it is handed over; its completion comes back
+// as returned_atom, and a refusal makes it pending again, kept for later.
 void send_back(scheduler* self, pending_redelivery msg) {
   const auto& rt = *self->state.rt;
   ++self->state.returning;
+  rt.counters().pending_redelivery.fetch_sub(1, std::memory_order_relaxed);
   envelope_ptr shared = msg;
   rt.transport().async_send_shared(rt.name(), std::move(shared),
                                    reply_to(self, returned_atom::value, std::move(msg)));
@@ -109,18 +111,17 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
     [=](returned_atom, pending_redelivery& msg, result<void>& sent) {
       auto& st = self->state;
       --st.returning;
-      if (sent) {
-        st.rt->counters().pending_redelivery.fetch_sub(1, std::memory_order_relaxed);
-      } else if (st.stopping) {
+      if (!sent && st.stopping) {
         ++st.unreturned;
         st.rt->log().delayed_retry->error("cannot return message {} to '{}' for redelivery: {}",
                                           msg->message_id, st.rt->name(),
                                           to_string(sent.error()));
-      } else {
+      } else if (!sent) {
         // Kept whole; tried again a second later: the transport may come back.
         st.rt->log().delayed_retry->error(
           "cannot return message {} to '{}' for redelivery: {}; trying again in 1 s",
           msg->message_id, st.rt->name(), to_string(sent.error()));
+        st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
         st.pending.push(self->clock().now() + std::chrono::seconds(1), std::move(msg));
         arm(self);
       }

@@ -154,6 +154,9 @@ private:
           fds.push_back({p.client, POLLIN, 0});
           fds.push_back({p.upstream, POLLIN, 0});
         }
+      // Only the pairs polled now are read below; one accepted in this
+      // round has no entry in `fds` and waits for the next.
+      auto polled = s == state::running ? pairs_.size() : 0;
       acted_ = generation; // the state read above is in force from here on
       ::poll(fds.data(), fds.size(), 1000);
       if (fds[0].revents) {
@@ -177,6 +180,10 @@ private:
       std::vector<pair> kept;
       for (std::size_t i = 0; i < pairs_.size(); ++i) {
         auto& p = pairs_[i];
+        if (i >= polled) {
+          kept.push_back(p);
+          continue;
+        }
         bool ok = true;
         if (fds[first + 2 * i].revents)
           ok = forward(p.client, p.upstream);
