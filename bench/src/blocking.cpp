@@ -127,6 +127,8 @@ case_result run_blocked_round_trip(const case_args& args) {
     while (feeding.load()) {
       while (sent < done.done() + backlog)
         (void)b.bus->send(bench_queue, ping{sent++, now_ns()});
+      // Tops the backlog up every millisecond: pacing the load, far more
+      // often than a 10 ms handler frees a slot; nothing waits on it.
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });

@@ -127,6 +127,23 @@ case_result finish(const std::string& name, const std::string& impl, std::uint64
           {"peak_rss_kb", peak_rss_kb()}};
 }
 
+// Raw rabbitmq-c publishing `messages` to `queue` with at most `window`
+// unconfirmed at once: the baseline of both send cases. Returns seconds.
+double raw_windowed_publish(const std::string& url, const std::string& queue,
+                            std::uint64_t messages, std::size_t window) {
+  payload_maker make(queue);
+  raw_amqp c(url);
+  c.confirm_select();
+  auto start = steady::now();
+  for (std::uint64_t i = 0; i < messages; ++i) {
+    c.publish(queue, make(i));
+    if (c.unconfirmed() >= window)
+      c.await_confirms(window - 1);
+  }
+  c.await_confirms(0);
+  return seconds_since(start);
+}
+
 } // namespace
 
 case_result run_rabbitmq_send(const case_args& args) {
@@ -167,18 +184,7 @@ case_result run_rabbitmq_send(const case_args& args) {
     if (failed > 0)
       throw std::runtime_error(std::to_string(failed.load()) + " sends failed");
   } else {
-    payload_maker make(queue);
-    raw_amqp c(url);
-    c.confirm_select();
-    auto window = static_cast<std::size_t>(senders);
-    auto start = steady::now();
-    for (std::uint64_t i = 0; i < messages; ++i) {
-      c.publish(queue, make(i));
-      if (c.unconfirmed() >= window)
-        c.await_confirms(window - 1);
-    }
-    c.await_confirms(0);
-    seconds = seconds_since(start);
+    seconds = raw_windowed_publish(url, queue, messages, static_cast<std::size_t>(senders));
     sent = messages;
   }
   admin.delete_queue(queue);
@@ -311,18 +317,7 @@ case_result run_rabbitmq_async_send(const case_args& args) {
     if (failed > 0)
       throw std::runtime_error(std::to_string(failed.load()) + " sends failed");
   } else {
-    payload_maker make(queue);
-    raw_amqp c(url);
-    c.confirm_select();
-    auto limit = static_cast<std::size_t>(in_flight);
-    auto start = steady::now();
-    for (std::uint64_t i = 0; i < messages; ++i) {
-      c.publish(queue, make(i));
-      if (c.unconfirmed() >= limit)
-        c.await_confirms(limit - 1);
-    }
-    c.await_confirms(0);
-    seconds = seconds_since(start);
+    seconds = raw_windowed_publish(url, queue, messages, static_cast<std::size_t>(in_flight));
     sent = messages;
   }
   admin.delete_queue(queue);
