@@ -91,6 +91,8 @@ void raise_fault(consumer* self, const fault_details& fault) {
   auto event = fault_event(runtime(self), *cur.item.message, cur.body, fault);
   if (!event)
     return;
+  // Sent on behalf of the attempt that failed last: a child of its span.
+  carry_trace(*cur.item.message, cur.attempt, cur.attempt_started, event->message);
   // The completion runs on the transport's thread: it holds the logger
   // only, never the endpoint's runtime, whose last reference would then
   // destroy the transport on its own thread.

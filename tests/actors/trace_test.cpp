@@ -62,6 +62,9 @@ struct traced_bus {
             throw std::runtime_error("database unavailable");
           REQUIRE(ctx.send("invoicing", invoice_requested{m.order_id, {"line"}}));
         });
+      })
+      .endpoint("alerts", [](bus::endpoint_builder& e) {
+        e.handle<bus::fault<order_placed>>([](const bus::fault<order_placed>&) {});
       });
     bus = &h.start(b);
     REQUIRE(h.transport().declare_queue("invoicing"));
@@ -136,6 +139,17 @@ TEST_CASE("the error queue's copy keeps the trace and names the span of the atte
   CHECK(header(copy, bus::header::tracestate) == sender_state);
   CHECK(header(copy, bus::header::fault_trace_id) == sender_trace);
   CHECK(header(copy, bus::header::fault_span_id) == spans[3].span_id);
+
+  // fault<order_placed>, raised as it ended: in the same trace, a child of
+  // the attempt that failed last.
+  std::vector<bus::attempt_span> alerts;
+  for (const auto& s : t.spans)
+    if (s.endpoint == "alerts")
+      alerts.push_back(s);
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0].trace_id == sender_trace);
+  CHECK(alerts[0].parent_span_id == spans[3].span_id);
+  CHECK(alerts[0].tracestate == sender_state);
 }
 
 TEST_CASE("a message that arrives without trace context gets a trace of its own, kept through its retries") {
