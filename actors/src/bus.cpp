@@ -12,6 +12,7 @@
 #include "endpoint_runtime.hpp"
 #include "logging.hpp"
 #include "outgoing.hpp"
+#include "tracing.hpp"
 #include "validation.hpp"
 
 namespace bus {
@@ -68,6 +69,7 @@ struct message_bus::impl {
   std::optional<std::uint64_t> jitter_seed;
   event_observer observer;
   std::string dead_letter_directory;
+  span_observer spans;
 
   mutable std::mutex mutex; // guards endpoints: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
@@ -90,7 +92,7 @@ struct message_bus::impl {
     auto rt = std::make_shared<const detail::endpoint_runtime>(
       def, registry, transport, log, clock, e.status,
       detail::endpoint_runtime::settings{limits, jitter_seed, observer, dead_letter_directory,
-                                         deterministic});
+                                         deterministic, spans});
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
     auto consuming = t.consume(def.name, def.slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
@@ -216,8 +218,32 @@ bus_builder& bus_builder::observe(event_observer observer) {
   return *this;
 }
 
+bus_builder& bus_builder::observe_spans(span_observer observer) {
+  if (!observer)
+    return *this;
+  if (!span_observer_) {
+    span_observer_ = std::move(observer);
+    return *this;
+  }
+  span_observer_ = [first = std::move(span_observer_),
+                    second = std::move(observer)](const attempt_span& s) {
+    try {
+      first(s);
+    } catch (...) {
+      // One observer's failure must not hide the span from the next one.
+    }
+    second(s);
+  };
+  return *this;
+}
+
 bus_builder& bus_builder::log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks) {
   sinks_ = std::move(sinks);
+  return *this;
+}
+
+bus_builder& bus_builder::json_logs(bool on) {
+  json_logs_ = on;
   return *this;
 }
 
@@ -231,6 +257,9 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   auto mistakes = mistakes_;
   if (!transport_)
     mistakes.push_back("the bus has no transport (call transport(...))");
+  bool json_logs = false;
+  if (auto mistake = detail::choose_log_format(json_logs_, json_logs); !mistake.empty())
+    mistakes.push_back(std::move(mistake));
   std::set<std::string> names;
   for (auto& def : endpoints_) {
     detail::complete(def);
@@ -248,13 +277,14 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->registry = registry_;
   state->transport = transport_;
   state->name = name_;
-  state->log = detail::loggers::make(sinks_);
+  state->log = detail::loggers::make(sinks_, json_logs, fault_limits_.max_message_bytes);
   state->clock = clock_of(*system_);
   state->scopes = scopes_;
   state->options = options_;
   state->limits = fault_limits_;
   state->jitter_seed = jitter_seed_;
   state->observer = observer_;
+  state->spans = span_observer_;
   state->dead_letter_directory = dead_letter_directory_;
   state->deterministic =
     dynamic_cast<caf::scheduler::test_coordinator*>(&system_->scheduler()) != nullptr;
@@ -403,6 +433,7 @@ result<envelope> message_bus::stamp(const std::string& queue, result<message_bod
   env.response_address = std::move(options.response_address);
   env.fault_address = std::move(options.fault_address);
   env.headers = std::move(options.headers);
+  detail::start_trace(env);
   return env;
 }
 

@@ -18,7 +18,7 @@ void call(const std::function<void()>& callback, const endpoint_runtime& rt, con
     callback();
   } catch (const std::exception& e) {
     rt.log().rate_limit->error("the {} callback of endpoint '{}' threw: {}", which, rt.name(),
-                               e.what());
+                               rt.log().cut(e.what()));
   } catch (...) {
     rt.log().rate_limit->error("the {} callback of endpoint '{}' threw", which, rt.name());
   }

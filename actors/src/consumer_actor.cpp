@@ -9,6 +9,7 @@
 #include "bus/handler_actor_error.hpp"
 #include "bus/handler_verdicts.hpp"
 #include "bus/header_names.hpp"
+#include "attempt_spans.hpp"
 #include "consumer_endings.hpp"
 #include "delivery_steps.hpp"
 
@@ -27,7 +28,7 @@ void report_failed_attempt(consumer* self) {
 handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
-  return handler_context(*cur.item.message, rt.registry(), rt.name(), rt.now(), cur.attempt,
+  return handler_context(*cur.item.message, rt.registry(), rt.name(), cur.attempt_started, cur.attempt,
                          &rt.status().stop_requested);
 }
 
@@ -39,6 +40,7 @@ void on_success(consumer* self, handler_context& ctx) {
 
 void run_attempt(consumer* self) {
   auto& cur = *self->state.current;
+  cur.attempt_started = self->state.rt->now();
   if (cur.handler->invoke) {
     auto ctx = context_for(self);
     auto error = invoke(*cur.handler, cur.body.object().get(), ctx);
@@ -86,6 +88,7 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
   cur.item = std::move(d);
   cur.claim = std::move(claim);
   cur.throttled = throttled;
+  cur.attempt_started = rt.now(); // run_attempt() sets it again as the handler starts
   if (dropped_as_stale(self))
     return false; // waited for a slot while its connection died: not run at all
   const auto& msg = *cur.item.message;
@@ -179,7 +182,9 @@ void on_failure(consumer* self, std::exception_ptr error) {
     e.detail = cur.last_what.message;
   });
   if (cur.last_exception.is<poison_message>()) {
-    fail_for_good(self, move_to_error{"the handler marked the message as poison", {}});
+    move_to_error poisoned{"the handler marked the message as poison", {}};
+    report_failed(self, poisoned);
+    fail_for_good(self, poisoned);
     return;
   }
   const auto& msg = *cur.item.message;
@@ -199,6 +204,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
     throttled.options.available.immediate_retries = false;
     return decide(throttled, context, self->state.jitter);
   }();
+  report_failed(self, decided);
   std::visit(
     [&](const auto& a) {
       using kind = std::decay_t<decltype(a)>;
@@ -223,6 +229,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
 
 void succeed(consumer* self) {
   const auto& cur = *self->state.current;
+  report_handled(self);
   self->state.rt->emit(event_kind::handled, *cur.item.message,
                        [&](bus_event& e) { e.attempt = cur.attempt; });
   settle_and_report(self, outcome::handled);

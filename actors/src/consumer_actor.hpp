@@ -65,6 +65,9 @@ struct current_delivery {
   // and which hand-off it is (a late answer to an older one is ignored).
   std::optional<ending_step> handing_off;
   std::uint64_t handoff = 0;
+  // When the current attempt started (the handler's context says the same):
+  // with the attempt number, it names the attempt's span (tracing.hpp).
+  time_point attempt_started{};
 };
 
 struct consumer_state {

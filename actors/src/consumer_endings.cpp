@@ -7,7 +7,9 @@
 #include "bus/header_names.hpp"
 #include "dead_letter_file.hpp"
 #include "delivery_steps.hpp"
+#include "log_line.hpp"
 #include "scheduler_actor.hpp"
+#include "tracing.hpp"
 
 namespace bus::detail {
 
@@ -89,6 +91,8 @@ void raise_fault(consumer* self, const fault_details& fault) {
   auto event = fault_event(runtime(self), *cur.item.message, cur.body, fault);
   if (!event)
     return;
+  // Sent on behalf of the attempt that failed last: a child of its span.
+  carry_trace(*cur.item.message, cur.attempt, cur.attempt_started, event->message);
   // The completion runs on the transport's thread: it holds the logger
   // only, never the endpoint's runtime, whose last reference would then
   // destroy the transport on its own thread.
@@ -161,8 +165,9 @@ void park_for_later(consumer* self) {
 void send_to_error_queue(consumer* self) {
   const auto& cur = current(self);
   const auto& rt = runtime(self);
-  rt.transport().async_send(cur.fault_queue, error_queue_copy(rt, *cur.item.message, *cur.fault),
-                            to_self(self, ending_step::error_queue));
+  auto copy = error_queue_copy(rt, *cur.item.message, *cur.fault);
+  stamp_fault_trace(*cur.item.message, cur.attempt, cur.attempt_started, copy);
+  rt.transport().async_send(cur.fault_queue, std::move(copy), to_self(self, ending_step::error_queue));
 }
 
 void on_error_queue(consumer* self, const result<void>& sent) {
@@ -171,10 +176,12 @@ void on_error_queue(consumer* self, const result<void>& sent) {
   const auto& msg = *cur.item.message;
   const auto& fault = *cur.fault;
   if (sent) {
-    rt.log().move_to_error->error(
-      "moving message {} to the error queue '{}' because of an exception {}: {} ({})",
-      msg.message_id, cur.fault_queue, fault.exception.type, fault.exception.message,
-      fault.reason);
+    const auto& log = rt.log();
+    log_line(log, *log.move_to_error, spdlog::level::err,
+             {msg.message_id, rt.name(), cur.attempt, fault.exception.type, fault.reason},
+             "moving message {} to the error queue '{}' because of an exception {}: {} ({})",
+             msg.message_id, cur.fault_queue, log.cut(fault.exception.type),
+             log.cut(fault.exception.message), log.cut(fault.reason));
     dead_lettered(self);
     return;
   }
@@ -184,10 +191,14 @@ void on_error_queue(consumer* self, const result<void>& sent) {
   }
   // Refused for good as it is: the smallest fault headers that still say
   // what happened.
-  rt.log().move_to_error->error(
-    "the error queue '{}' refused message {} ({}); trying again with minimal fault headers",
-    cur.fault_queue, msg.message_id, to_string(sent.error()));
-  rt.transport().async_send(cur.fault_queue, minimal_error_queue_copy(msg, fault),
+  const auto& log = rt.log();
+  log_line(log, *log.move_to_error, spdlog::level::err,
+           {msg.message_id, rt.name(), cur.attempt, fault.exception.type, fault.reason},
+           "the error queue '{}' refused message {} ({}); trying again with minimal fault headers",
+           cur.fault_queue, msg.message_id, log.cut(to_string(sent.error())));
+  auto minimal = minimal_error_queue_copy(msg, fault);
+  stamp_fault_trace(msg, cur.attempt, cur.attempt_started, minimal);
+  rt.transport().async_send(cur.fault_queue, std::move(minimal),
                             to_self(self, ending_step::minimal_error_queue));
 }
 
@@ -196,9 +207,11 @@ void on_minimal_error_queue(consumer* self, const result<void>& sent) {
   const auto& rt = runtime(self);
   const auto& msg = *cur.item.message;
   if (sent) {
-    rt.log().move_to_error->error("moved message {} to the error queue '{}' with minimal fault "
-                                  "headers: {}",
-                                  msg.message_id, cur.fault_queue, cur.fault->reason);
+    const auto& log = rt.log();
+    log_line(log, *log.move_to_error, spdlog::level::err,
+             {msg.message_id, rt.name(), cur.attempt, cur.fault->exception.type, cur.fault->reason},
+             "moved message {} to the error queue '{}' with minimal fault headers: {}",
+             msg.message_id, cur.fault_queue, log.cut(cur.fault->reason));
     dead_lettered(self);
     return;
   }
@@ -323,9 +336,13 @@ void retry_now(consumer* self, const immediate_retry& a) {
     e.exception_type = what.type;
     e.detail = what.message;
   });
-  rt.log().immediate_retry->info(
-    "immediate retry of message {} after {} because of an exception {}: {} (attempt {} failed)",
-    cur.item.message->message_id, to_hms(a.delay), what.type, what.message, cur.attempt);
+  const auto& log = rt.log();
+  log_line(log, *log.immediate_retry, spdlog::level::info,
+           {cur.item.message->message_id, rt.name(), cur.attempt, what.type, {}},
+           "immediate retry of message {} after {} because of an exception {}: {} (attempt {} "
+           "failed)",
+           cur.item.message->message_id, to_hms(a.delay), log.cut(what.type), log.cut(what.message),
+           cur.attempt);
   self->delayed_send(self, a.delay, retry_atom::value, cur.item.tag);
 }
 
@@ -341,9 +358,13 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
   auto copy = std::make_shared<envelope>(with_failed_delivery(msg, cur.history, cur.attempt));
   if (cur.history.foreign_fault_pending)
     copy->headers.erase(header::fault_pending);
-  rt.log().delayed_retry->warn(
-    "delayed retry {} will reschedule message {} after a delay of {} because of an exception {}: {}",
-    copy->delivery_count, msg.message_id, to_hms(a.delay), what.type, what.message);
+  const auto& log = rt.log();
+  log_line(log, *log.delayed_retry, spdlog::level::warn,
+           {msg.message_id, rt.name(), cur.attempt, what.type, {}},
+           "delayed retry {} will reschedule message {} after a delay of {} because of an "
+           "exception {}: {}",
+           copy->delivery_count, msg.message_id, to_hms(a.delay), log.cut(what.type),
+           log.cut(what.message));
   // The scheduler raises the event as it accepts the copy: raised here on
   // its answer, it could come after the copy was already back and done.
   auto notice = rt.prepare(event_kind::redelivery_scheduled, msg, [&](bus_event& e) {
@@ -387,9 +408,13 @@ void end_in_fault(consumer* self, fault_details fault, std::string queue) {
   const auto& rt = runtime(self);
   auto& cur = current(self);
   if (rt.definition().discard_faulted) {
-    rt.log().discard->warn("discarding message {} that failed for good ({}): {}: {}",
-                           cur.item.message->message_id, fault.reason, fault.exception.type,
-                           fault.exception.message);
+    const auto& log = rt.log();
+    log_line(log, *log.discard, spdlog::level::warn,
+             {cur.item.message->message_id, rt.name(), cur.attempt, fault.exception.type,
+              fault.reason},
+             "discarding message {} that failed for good ({}): {}: {}",
+             cur.item.message->message_id, log.cut(fault.reason), log.cut(fault.exception.type),
+             log.cut(fault.exception.message));
     raise_fault(self, fault);
     emit_end(self, event_kind::discarded, fault);
     settle_and_report(self, outcome::discarded);
@@ -406,8 +431,12 @@ void drop(consumer* self, const discard& a) {
   const auto& rt = runtime(self);
   const auto& cur = current(self);
   const auto& what = cur.last_what;
-  rt.log().discard->info("discarding message {} because of an exception {}: {} ({})",
-                         cur.item.message->message_id, what.type, what.message, a.reason);
+  const auto& log = rt.log();
+  log_line(log, *log.discard, spdlog::level::info,
+           {cur.item.message->message_id, rt.name(), cur.attempt, what.type, a.reason},
+           "discarding message {} because of an exception {}: {} ({})",
+           cur.item.message->message_id, log.cut(what.type), log.cut(what.message),
+           log.cut(a.reason));
   rt.emit(event_kind::discarded, *cur.item.message, [&](bus_event& e) {
     e.attempt = cur.attempt;
     e.exception_type = what.type;

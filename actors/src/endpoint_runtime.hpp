@@ -17,6 +17,7 @@
 #include "bus/events.hpp"
 #include "bus/fault.hpp"
 #include "bus/message_registry.hpp"
+#include "bus/spans.hpp"
 #include "bus/transport.hpp"
 #include "logging.hpp"
 
@@ -44,6 +45,7 @@ public:
     // whatever the endpoint asks for, so that virtual time stays
     // deterministic (a detached actor would run on a real thread).
     bool deterministic = false;
+    span_observer spans; // empty: no spans (bus/spans.hpp)
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

@@ -2,6 +2,7 @@
 
 #include "bus/handler_verdicts.hpp"
 #include "outgoing.hpp"
+#include "tracing.hpp"
 
 namespace bus {
 
@@ -27,6 +28,7 @@ result<void> handler_context::stage(std::string queue, result<message_body> body
   env.correlation_id = message_->correlation_id.empty() ? message_->message_id
                                                         : message_->correlation_id;
   env.destination_address = queue;
+  detail::carry_trace(*message_, attempt_, now_, env);
   outbox_.push_back(outgoing_message{std::move(queue), std::move(env)});
   return {};
 }

@@ -1,8 +1,15 @@
 // The bus's loggers, one per concern and named as operators grep them. They
 // are built from the sinks the user gives and never registered globally.
+// Lines go out as text (the sinks' own pattern) or, with json, as one JSON
+// object per line (json_log_formatter.hpp); lines about a message are
+// written through log_line() (log_line.hpp), which cuts exception texts
+// and carries the message's fields into the JSON object.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -17,9 +24,23 @@ struct loggers {
   std::shared_ptr<spdlog::logger> discard;         // bus.discard
   std::shared_ptr<spdlog::logger> skipped;         // bus.skipped
   std::shared_ptr<spdlog::logger> rate_limit;      // bus.rate_limit
+  bool json = false;             // one JSON object per line
+  std::size_t text_limit = 4096; // exception texts in a line are cut to this (fault_text_limit)
 
   // Loggers writing to `sinks`; to standard error when there are none.
-  static loggers make(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks);
+  // With `json`, the sinks' formatter is replaced by the JSON line format.
+  static loggers make(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks, bool json = false,
+                      std::size_t text_limit = 4096);
+
+  // `text` cut at text_limit bytes, as fault headers are cut
+  // (bus::truncate_utf8): for an exception's message or type in a log line.
+  [[nodiscard]] std::string cut(std::string_view text) const;
 };
+
+// The log format: JSON if `chosen` (the builder's json_logs()), unless the
+// environment variable BUS_LOG_FORMAT says otherwise ("text" or "json";
+// unset or empty: `chosen` stands). Sets `json`; returns the mistake for
+// any other value, for build() to report.
+[[nodiscard]] std::string choose_log_format(bool chosen, bool& json);
 
 } // namespace bus::detail

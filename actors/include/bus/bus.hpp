@@ -30,6 +30,7 @@
 #include "bus/fault.hpp"
 #include "bus/headers.hpp"
 #include "bus/message_registry.hpp"
+#include "bus/spans.hpp"
 #include "bus/transport.hpp"
 
 namespace caf {
@@ -110,9 +111,21 @@ public:
   // one that throws does not keep the others from the event.
   bus_builder& observe(event_observer observer);
 
+  // Receives one span per attempt to handle a message, with its trace ids,
+  // outcome and times (see bus/spans.hpp): the hook to bridge the bus's W3C
+  // trace context to OpenTelemetry or another tracer. Each call adds an
+  // observer; all are called, in the order added.
+  bus_builder& observe_spans(span_observer observer);
+
   // Where the bus's loggers (bus.endpoint, bus.move_to_error, ...) write.
   // Default: standard error. The bus never touches spdlog's global registry.
   bus_builder& log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks);
+  // Writes the bus's log lines as JSON, one object per line (time, level,
+  // logger, text, and where the line has them message_id, endpoint,
+  // attempt, exception_type, reason), replacing the sinks' pattern. The
+  // environment variable BUS_LOG_FORMAT=json|text, when set, decides
+  // instead; any other value is a configuration mistake.
+  bus_builder& json_logs(bool on = true);
 
   // Checks the whole configuration and reports every mistake at once, in
   // one errc::invalid_configuration error, one line per mistake.
@@ -127,12 +140,14 @@ private:
   std::string name_ = "bus";
   std::vector<endpoint_definition> endpoints_;
   std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks_;
+  bool json_logs_ = false;
   std::vector<std::string> mistakes_;
   recoverability_scopes scopes_; // host, bus and transport
   recoverability_options options_;
   fault_limits fault_limits_;
   std::optional<std::uint64_t> jitter_seed_;
   event_observer observer_;
+  span_observer span_observer_;
   std::string dead_letter_directory_ = "bus-dead-letters";
 };
 

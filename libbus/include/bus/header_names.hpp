@@ -40,7 +40,20 @@ inline constexpr std::string_view fault_reason = "bus-fault-reason";
 // comes back, without running its handler again.
 inline constexpr std::string_view fault_pending = "bus-fault-pending";
 
+// The trace of the failed attempt, on the error-queue copy: its trace id
+// and the span id of the attempt that failed last (lowercase hex), so an
+// operator finds the failure's trace without parsing traceparent.
+inline constexpr std::string_view fault_trace_id = "bus-fault-trace-id";
+inline constexpr std::string_view fault_span_id = "bus-fault-span-id";
+
 // Written on a copy that goes to the skipped queue.
 inline constexpr std::string_view skipped_reason = "bus-skipped-reason";
+
+// W3C Trace Context (bus/trace_context.hpp). Without the bus- prefix on
+// purpose: these are the standard's names, read and written as they are by
+// every tracing library and by other services on the same broker, so a
+// trace crosses from an HTTP service into the bus and out again.
+inline constexpr std::string_view traceparent = "traceparent";
+inline constexpr std::string_view tracestate = "tracestate";
 
 } // namespace bus::header
