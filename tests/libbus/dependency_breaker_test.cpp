@@ -3,7 +3,17 @@
 // arrive in each state.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "bus/dependency_breaker.hpp"
+#include "bus/policy/config.hpp"
+#include "bus/policy/explain.hpp"
+#include "bus/policy/json.hpp"
+#include "bus/policy/resilience.hpp"
 
 using namespace std::chrono_literals;
 using bus::breaker_state;
@@ -137,4 +147,26 @@ TEST_CASE("with both triggers off the breaker never opens") {
   for (int i = 0; i < 100; ++i)
     CHECK(b.record_failure(t0, false) == transition::none);
   CHECK(b.closed());
+}
+
+TEST_CASE("explain and describe show a rule's dependency clause") {
+  bus::recoverability_scopes scopes;
+  scopes.add_resilience(bus::scope_level::endpoint, [](bus::policy_builder& p) {
+    p.on<std::runtime_error>().trips("inventory-db").retry(2).then_dead_letter();
+    p.on<std::logic_error>().trips("inventory-db").trips("pricing-api");
+  });
+  auto config = bus::make_recoverability_config(scopes);
+  REQUIRE(config);
+  auto chained = bus::explain(*config, std::runtime_error("down"));
+  CHECK(chained.rule_text == "on<std::runtime_error>().trips(\"inventory-db\").retry(2).then_dead_letter()");
+  CHECK(chained.trips == std::vector<std::string>{"inventory-db"});
+  CHECK_THAT(bus::to_string(chained),
+             Catch::Contains("dependencies: each failure counts against dependency 'inventory-db'; "
+                             "once its breaker is open"));
+  auto only = bus::explain(*config, std::logic_error("down"));
+  CHECK(only.trips == std::vector<std::string>{"inventory-db", "pricing-api"});
+  CHECK_THAT(only.dependency_clause, Catch::Contains("every failure goes back to its queue unharmed"));
+  nlohmann::json j = config->rules.rules()[1];
+  CHECK(j["trips"] == nlohmann::json::array({"inventory-db", "pricing-api"}));
+  CHECK_FALSE(nlohmann::json(bus::rule{}).contains("trips"));
 }
