@@ -33,6 +33,8 @@ using again_atom = caf::atom_constant<caf::atom("again")>;       // consumer -> 
 using scheduler_atom = caf::atom_constant<caf::atom("scheduler")>; // endpoint -> consumer
 using held_atom = caf::atom_constant<caf::atom("held")>;         // transport -> scheduler
 using returned_atom = caf::atom_constant<caf::atom("returned")>; // transport -> scheduler
+using dependency_atom = caf::atom_constant<caf::atom("dependency")>; // gate -> endpoint, endpoint -> itself
+using probe_atom = caf::atom_constant<caf::atom("probe")>;       // endpoint -> consumer
 
 // The category of the errors the scheduler refuses a message with: the
 // code is refusal_code() of the transport's bus::errc, the context its
@@ -54,6 +56,8 @@ enum class outcome : std::uint8_t {
   requeue,       // not done and not safe anywhere else: back to the transport
   stale,         // came over a connection that is gone: the broker delivers it
                  // again, so nothing is settled; counted as requeued
+  held,          // a dependency it needs is down: back to the endpoint's waiting
+                 // line unsettled, no attempt spent (the endpoint holds it)
 };
 
 } // namespace bus::detail

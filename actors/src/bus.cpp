@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include "atoms.hpp"
+#include "dependencies.hpp"
 #include "endpoint_actor.hpp"
 #include "endpoint_runtime.hpp"
 #include "logging.hpp"
@@ -70,6 +71,8 @@ struct message_bus::impl {
   event_observer observer;
   std::string dead_letter_directory;
   span_observer spans;
+  std::map<std::string, dependency_breaker_settings> dependencies; // as declared
+  std::shared_ptr<const detail::dependency_gates> gates; // one per declared dependency
 
   mutable std::mutex mutex; // guards endpoints: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
@@ -89,10 +92,10 @@ struct message_bus::impl {
     log_policies(def);
     e.status->finished.store(false);
     e.status->stop_requested.store(false);
-    auto rt = std::make_shared<const detail::endpoint_runtime>(
-      def, registry, transport, log, clock, e.status,
-      detail::endpoint_runtime::settings{limits, jitter_seed, observer, dead_letter_directory,
-                                         deterministic, spans});
+    detail::endpoint_runtime::settings settings{
+      limits, jitter_seed, observer, dead_letter_directory, deterministic, spans, gates};
+    auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
+                                                               e.status, std::move(settings));
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
     auto consuming = t.consume(def.name, def.slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
@@ -237,6 +240,11 @@ bus_builder& bus_builder::observe_spans(span_observer observer) {
   return *this;
 }
 
+bus_builder& bus_builder::dependency(std::string name, dependency_breaker_settings settings) {
+  dependencies_[std::move(name)] = settings;
+  return *this;
+}
+
 bus_builder& bus_builder::log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks) {
   sinks_ = std::move(sinks);
   return *this;
@@ -269,7 +277,11 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
       mistakes.push_back(std::move(m));
     for (auto& m : detail::resolve_recoverability(def, scopes_, options_, *registry_))
       mistakes.push_back(std::move(m));
+    for (auto& m : detail::resolve_dependencies(def, dependencies_))
+      mistakes.push_back(std::move(m));
   }
+  for (auto& m : detail::dependency_setting_mistakes(dependencies_))
+    mistakes.push_back(std::move(m));
   if (!mistakes.empty())
     return error{errc::invalid_configuration, join_lines(mistakes)};
   auto state = std::make_unique<message_bus::impl>();
@@ -286,6 +298,8 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->observer = observer_;
   state->spans = span_observer_;
   state->dead_letter_directory = dead_letter_directory_;
+  state->dependencies = dependencies_;
+  state->gates = detail::make_gates(dependencies_);
   state->deterministic =
     dynamic_cast<caf::scheduler::test_coordinator*>(&system_->scheduler()) != nullptr;
   for (auto& def : endpoints_) {
@@ -372,6 +386,8 @@ result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
   auto mistakes = detail::mistakes_in(def, *impl_->registry);
   for (auto& m :
        detail::resolve_recoverability(def, impl_->scopes, impl_->options, *impl_->registry))
+    mistakes.push_back(std::move(m));
+  for (auto& m : detail::resolve_dependencies(def, impl_->dependencies))
     mistakes.push_back(std::move(m));
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (auto it = impl_->endpoints.find(def.name);

@@ -82,13 +82,14 @@ void run_attempt(consumer* self) {
 // Makes `d` the current delivery and readies it for its handler. Returns
 // false if it ends here already: a held-back fault, a message too large,
 // no handler, a body that does not decode.
-bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
+bool take(consumer* self, delivery d, claim_ptr claim, bool throttled, bool probe = false) {
   const auto& rt = *self->state.rt;
   auto& cur = self->state.current.emplace();
   cur.item = std::move(d);
   cur.claim = std::move(claim);
   cur.throttled = throttled;
   cur.attempt_started = rt.now(); // run_attempt() sets it again as the handler starts
+  cur.probe = probe;
   if (dropped_as_stale(self))
     return false; // waited for a slot while its connection died: not run at all
   const auto& msg = *cur.item.message;
@@ -136,9 +137,73 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
   return true;
 }
 
-void begin(consumer* self, delivery d, claim_ptr claim, bool throttled) {
-  if (take(self, std::move(d), std::move(claim), throttled))
-    run_attempt(self);
+// Gives the current delivery back to the endpoint's waiting line,
+// unsettled and with no attempt spent against its policy: a dependency it
+// needs is down. The endpoint holds it until the dependency recovers.
+void hold_back(consumer* self, const std::string& why) {
+  if (!claim_ending(self))
+    return;
+  const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
+  rt.counters().held_back.fetch_add(1, std::memory_order_relaxed);
+  rt.log().endpoint->info("message {} goes back to endpoint '{}' unharmed: {}",
+                          cur.item.message->message_id, rt.name(), why);
+  rt.emit(event_kind::held_back, *cur.item.message, [&](bus_event& e) {
+    e.attempt = cur.attempt;
+    e.detail = why;
+  });
+  auto tag = cur.item.tag;
+  self->state.current.reset();
+  self->send(self->state.endpoint, done_atom::value, tag, outcome::held);
+}
+
+// Before an attempt that is not a probe: the endpoint may have handed the
+// delivery over (or scheduled its retry) just before a breaker opened.
+bool held_before_attempt(consumer* self) {
+  const auto& rt = *self->state.rt;
+  if (rt.dependencies().empty() || self->state.current->probe
+      || rt.dependencies_closed())
+    return false;
+  hold_back(self, "a dependency breaker of the endpoint is open; not attempted");
+  return true;
+}
+
+// A failure that a rule counts against a dependency: the breaker hears of
+// it first. If the breaker is (now) open, or the rule has nothing else to
+// say, the message goes back unharmed instead of down its policy's chain.
+bool held_for_dependency(consumer* self) {
+  const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
+  if (rt.dependencies().empty())
+    return false;
+  const auto& config = *cur.handler->recoverability;
+  if (config.options.unrecoverable.find(cur.last_exception))
+    return false;
+  auto matched = config.rules.match(cur.last_exception);
+  if (!matched.rule)
+    return false;
+  const auto& r = config.rules.rules()[*matched.rule];
+  if (r.trips.empty())
+    return false;
+  auto now = rt.now();
+  std::string down;
+  for (const auto& name : r.trips)
+    if (auto* gate = rt.dependency(name); gate && gate->record_failure(now, cur.probe))
+      down += (down.empty() ? "'" : ", '") + name + "'";
+  if (down.empty() && (r.retry || r.redelivery || r.terminal))
+    return false;
+  hold_back(self, down.empty()
+                    ? "its rule only trips a dependency breaker (" + cur.last_what.type + ")"
+                    : "dependency " + down + " is down (" + cur.last_what.type + ")");
+  return true;
+}
+
+void begin(consumer* self, delivery d, claim_ptr claim, bool throttled, bool probe = false) {
+  if (!take(self, std::move(d), std::move(claim), throttled, probe))
+    return;
+  if (held_before_attempt(self))
+    return;
+  run_attempt(self);
 }
 
 // Takes over a delivery whose consumer died during `attempt`: that attempt
@@ -187,6 +252,8 @@ void on_failure(consumer* self, std::exception_ptr error) {
     fail_for_good(self, poisoned);
     return;
   }
+  if (held_for_dependency(self))
+    return;
   const auto& msg = *cur.item.message;
   auto context = error_context_for(cur.last_exception);
   context.immediate_attempts = cur.attempt;
@@ -249,6 +316,10 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
     [=](run_atom, delivery& d, claim_ptr& claim, bool throttled) {
       begin(self, std::move(d), std::move(claim), throttled);
     },
+    // The single probe of a half-open dependency breaker.
+    [=](probe_atom, delivery& d, claim_ptr& claim, bool throttled) {
+      begin(self, std::move(d), std::move(claim), throttled, true);
+    },
     [=](adopt_atom, delivery& d, claim_ptr& claim, bool throttled, int attempt,
         const std::string& why) {
       adopt(self, std::move(d), std::move(claim), throttled, attempt, why);
@@ -263,6 +334,8 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
     },
     [=](retry_atom, std::uint64_t tag) {
       if (!is_current(self, tag))
+        return;
+      if (held_before_attempt(self))
         return;
       auto& cur = self->state.current;
       ++cur->attempt;

@@ -52,6 +52,7 @@ struct current_delivery {
   delivery_history history;          // what the message says of its past, read once
   caught_exception last_exception;   // of the last failed attempt, looked into once
   exception_info last_what;          // its type and message, described once per failure
+  bool probe = false;                // a half-open dependency breaker's probe
 
   // The ending under way.
   std::optional<delayed_retry> redelivery; // decided, not yet accepted by the scheduler

@@ -89,6 +89,7 @@ void settle(const endpoint_runtime& rt, const delivery& d, outcome result) {
     case outcome::scheduled: c.redeliveries_scheduled.fetch_add(1, relaxed); break;
     case outcome::requeue:
     case outcome::stale: c.requeued.fetch_add(1, relaxed); break;
+    case outcome::held: break; // never settled: the endpoint keeps it
   }
   c.in_flight.fetch_sub(1, relaxed);
   if (result == outcome::requeue || result == outcome::stale)

@@ -6,6 +6,7 @@
 #include "circuit_breaker_actor.hpp"
 #include "consumer_actor.hpp"
 #include "delivery_steps.hpp"
+#include "dependency_pause.hpp"
 #include "scheduler_actor.hpp"
 
 namespace bus::detail {
@@ -33,6 +34,9 @@ void spawn_consumer(endpoint* self) {
 
 void dispatch(endpoint* self) {
   auto& st = self->state;
+  // A dependency is down: nothing goes out but a half-open breaker's probe.
+  if (dependencies::paused_dispatch(self))
+    return;
   while (!st.idle.empty() && !st.waiting.empty()) {
     // Rate limited: one message at a time, and none while waiting after a
     // failed attempt.
@@ -95,6 +99,7 @@ void finish(endpoint* self) {
     return; // a late drained or overdue message after the stop began
   st.finishing = true;
   st.idle.clear();
+  dependencies::leave(self);
   if (st.consumers.empty()) {
     stop_helpers(self);
     return;
@@ -177,6 +182,7 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   }
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);
+  dependencies::join(self);
 
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
@@ -260,7 +266,13 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       auto it = st.busy.find(sender);
       if (it == st.busy.end() || it->second.item.tag != tag)
         return;
+      // Held back for a dependency: first in line again, still unsettled.
+      if (result == outcome::held)
+        st.waiting.push_front(std::move(it->second.item));
       st.busy.erase(it);
+      dependencies::ended(self, tag, result);
+      if (result == outcome::held)
+        dependencies::sync(self); // pause now, not when the gate's notice arrives
       if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
       // A handled delivery's last attempt succeeded; a failed attempt was
@@ -280,6 +292,11 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
     },
     // A failed attempt, from a consumer of a rate-limited endpoint.
     [=](attempt_atom) { record_attempt(self, false); },
+    // A dependency breaker changed state, or an open one's wait is over.
+    [=](dependency_atom) {
+      dependencies::sync(self);
+      dispatch(self);
+    },
     [=](retrying_atom, std::uint64_t tag, int attempt) {
       auto it = self->state.busy.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
       if (it != self->state.busy.end() && it->second.item.tag == tag)

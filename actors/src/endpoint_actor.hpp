@@ -43,6 +43,14 @@ struct endpoint_state {
   bool stopping = false;
   bool finishing = false;       // nothing in flight: waiting for consumers, then helpers
   int helpers_stopping = 0;     // stop requests not yet confirmed
+  // Dependency breakers (see dependency_pause.cpp): the state last seen of
+  // each of rt->dependencies(), whether one is not closed (no message is
+  // dispatched but a probe), the probe in flight, and the wake-up timer
+  // set for the end of an open breaker's wait.
+  std::vector<breaker_state> seen;
+  bool paused = false;
+  std::optional<std::uint64_t> probe_tag;
+  std::optional<time_point> wake_at;
   static inline const char* name = "bus.endpoint";
 };
 

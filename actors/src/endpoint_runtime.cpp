@@ -27,6 +27,25 @@ endpoint_runtime::endpoint_runtime(endpoint_definition definition,
   for (const auto& slot : def_.handlers)
     if (auto type = registry_->find(slot.cpp_type))
       by_type_name_.emplace(type->name, &slot);
+  // Names were checked against the bus's declarations when it was built.
+  if (settings_.gates)
+    for (const auto& name : def_.dependencies)
+      if (auto it = settings_.gates->find(name); it != settings_.gates->end())
+        deps_.push_back(it->second);
+}
+
+dependency_gate* endpoint_runtime::dependency(std::string_view name) const noexcept {
+  for (const auto& gate : deps_)
+    if (gate->name() == name)
+      return gate.get();
+  return nullptr;
+}
+
+bool endpoint_runtime::dependencies_closed() const noexcept {
+  for (const auto& gate : deps_)
+    if (!gate->closed())
+      return false;
+  return true;
 }
 
 void endpoint_runtime::emit(event_kind kind, std::string detail) const {

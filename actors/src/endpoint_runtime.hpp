@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "bus/endpoint_builder.hpp"
 #include "bus/endpoint_counters.hpp"
@@ -19,6 +20,7 @@
 #include "bus/message_registry.hpp"
 #include "bus/spans.hpp"
 #include "bus/transport.hpp"
+#include "dependency_gate.hpp"
 #include "logging.hpp"
 
 namespace bus::detail {
@@ -46,6 +48,9 @@ public:
     // deterministic (a detached actor would run on a real thread).
     bool deterministic = false;
     span_observer spans; // empty: no spans (bus/spans.hpp)
+    // The bus's dependency breakers; the runtime keeps those the endpoint
+    // depends on (definition().dependencies).
+    std::shared_ptr<const dependency_gates> gates;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,
@@ -96,6 +101,13 @@ public:
   // An event about the endpoint itself (rate limiting).
   void emit(event_kind kind, std::string detail) const;
 
+  // The dependency breakers this endpoint pauses for, and one by name (null
+  // if the endpoint does not depend on it).
+  [[nodiscard]] const std::vector<gate_ptr>& dependencies() const noexcept { return deps_; }
+  [[nodiscard]] dependency_gate* dependency(std::string_view name) const noexcept;
+  // Whether every one of them is closed (true without any); lock-free.
+  [[nodiscard]] bool dependencies_closed() const noexcept;
+
   // The handler for messages registered as `type_name`, or null.
   [[nodiscard]] const handler_slot* find_handler(std::string_view type_name) const;
 
@@ -114,6 +126,7 @@ private:
   std::string process_;
   settings settings_;
   std::unordered_map<std::string, const handler_slot*> by_type_name_;
+  std::vector<gate_ptr> deps_;
 };
 
 using endpoint_runtime_ptr = std::shared_ptr<const endpoint_runtime>;

@@ -15,6 +15,12 @@ std::string_view to_string(event_kind kind) noexcept {
     case event_kind::requeued: return "requeued";
     case event_kind::rate_limit_started: return "rate_limit_started";
     case event_kind::rate_limit_ended: return "rate_limit_ended";
+    case event_kind::dependency_opened: return "dependency_opened";
+    case event_kind::dependency_half_open: return "dependency_half_open";
+    case event_kind::dependency_closed: return "dependency_closed";
+    case event_kind::endpoint_paused: return "endpoint_paused";
+    case event_kind::endpoint_resumed: return "endpoint_resumed";
+    case event_kind::held_back: return "held_back";
   }
   return "unknown";
 }

@@ -61,6 +61,8 @@ bus_scenario_test("a consumer's death is a failed attempt, and one that always k
                   consumer_death)
 bus_scenario_test("skipped, discarded and faulted messages each end in their place"
                   error_and_skipped_queues)
+bus_scenario_test("a dependency breaker shared by two endpoints pauses both through an outage, one probe at a time"
+                  dependency_breaker)
 bus_scenario_test("a skipped event says why, as the skipped copy's bus-skipped-reason header does"
                   error_and_skipped_queues LINES skipped_reason.lines.jsonl)
 
@@ -117,6 +119,17 @@ bus_scenario_refused("a condition on a field the exception lacks or of the wrong
   EXPECTED "bus.policy.rules[0].when.field: unknown field of http_error \"code\""
            "bus.policy.rules[1].when.equals: expected an integer"
            "bus.policy.rules[2].when: on_any() takes no condition")
+bus_scenario_refused("dependency breakers' settings and names out of range are refused with the path of the field"
+  ARGS ${_scenario_invalid}/bad_dependencies.json
+  EXPECTED "bus.policy.rules[0].trips: expected the name of a dependency, not an empty string"
+           "bus.dependencies.inventory-db.consecutive_failure: unknown field (did you mean \"consecutive_failures\"?)"
+           "bus.dependencies.inventory-db.failure_rate: expected a number from 0 (off) to 1"
+           "bus.dependencies.inventory-db.open_wait: expected a positive duration"
+           "bus.dependencies.pricing-api: consecutive_failures and failure_rate are both off"
+           "endpoints[0].depends_on: expected an array")
+bus_scenario_refused("a dependency the bus does not declare is refused by the bus, named"
+  ARGS ${_scenario_invalid}/undeclared_dependency.json
+  EXPECTED "endpoint 'billing' depends on 'inventroy-db', which the bus does not declare")
 bus_scenario_refused("values of the wrong kind and impossible chains are refused"
   ARGS ${_scenario_invalid}/bad_values.json
   EXPECTED "endpoints[0].slots: expected a non-negative integer"

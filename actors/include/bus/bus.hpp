@@ -18,11 +18,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "bus/dependency_breaker.hpp"
 #include "bus/endpoint_builder.hpp"
 #include "bus/endpoint_counters.hpp"
 #include "bus/error.hpp"
@@ -106,6 +108,11 @@ public:
   // by default each consumer seeds from the operating system.
   bus_builder& jitter_seed(std::uint64_t seed);
 
+  // Declares a dependency breaker, shared by every endpoint that depends on
+  // it (endpoint_builder::depends_on, or a rule's trips("name")). A name
+  // used but not declared is a configuration mistake. See docs/policies.md.
+  bus_builder& dependency(std::string name, dependency_breaker_settings settings = {});
+
   // Receives an event for every step of every message (see bus/events.hpp).
   // Each call adds an observer; all are called, in the order added, and
   // one that throws does not keep the others from the event.
@@ -149,6 +156,7 @@ private:
   event_observer observer_;
   span_observer span_observer_;
   std::string dead_letter_directory_ = "bus-dead-letters";
+  std::map<std::string, dependency_breaker_settings> dependencies_;
 };
 
 class message_bus {

@@ -125,6 +125,11 @@ struct endpoint_definition {
   std::function<void()> on_rate_limit_started;
   std::function<void()> on_rate_limit_ended;
 
+  // The dependency breakers (declared on the bus) this endpoint pauses for:
+  // those named with depends_on(), and, once the bus is built, every one
+  // that a rule of its handlers trips.
+  std::vector<std::string> dependencies;
+
   // Mistakes found while building (e.g. rules for a type with no handler),
   // reported when the bus is built.
   std::vector<std::string> mistakes;
@@ -246,6 +251,15 @@ public:
   // serialized, so it has no size to check.
   endpoint_builder& max_message_size(std::size_t bytes) {
     def_.max_message_bytes = bytes;
+    return *this;
+  }
+
+  // The endpoint depends on the dependency breaker `dependency` (declared
+  // with bus_builder::dependency()): while it is open, the endpoint takes no
+  // message; they wait on its queue. A rule of its handlers that trips a
+  // breaker makes the endpoint depend on it without this call.
+  endpoint_builder& depends_on(std::string dependency) {
+    def_.dependencies.push_back(std::move(dependency));
     return *this;
   }
 

@@ -24,6 +24,10 @@ struct endpoint_stats {
   std::int64_t pending_redelivery = 0;
   bool rate_limited = false;            // one message at a time right now
   std::uint64_t rate_limit_episodes = 0; // how often rate limiting started
+  bool dependency_paused = false;        // a dependency breaker it depends on is not closed
+  std::uint64_t dependency_pauses = 0;   // how often it paused for one
+  std::uint64_t held_back = 0;           // messages given back unharmed (dependency down)
+  std::uint64_t probes = 0;              // messages it let through as a half-open breaker's probe
 };
 
 class endpoint_counters {
@@ -41,6 +45,10 @@ public:
   std::atomic<std::int64_t> pending_redelivery{0};
   std::atomic<bool> rate_limited{false};
   std::atomic<std::uint64_t> rate_limit_episodes{0};
+  std::atomic<bool> dependency_paused{false};
+  std::atomic<std::uint64_t> dependency_pauses{0};
+  std::atomic<std::uint64_t> held_back{0};
+  std::atomic<std::uint64_t> probes{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -48,7 +56,9 @@ public:
             immediate_retries.load(r), redeliveries_scheduled.load(r), dead_lettered.load(r),
             discarded.load(r), skipped.load(r),   requeued.load(r),
             in_flight.load(r), pending_redelivery.load(r), rate_limited.load(r),
-            rate_limit_episodes.load(r)};
+            rate_limit_episodes.load(r),
+            dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
+            probes.load(r)};
   }
 };
 

@@ -28,6 +28,15 @@ enum class event_kind {
   requeued,             // given back to the transport unfinished
   rate_limit_started,   // the endpoint went to one message at a time
   rate_limit_ended,     // full concurrency again
+  // Dependency breakers (detail: the dependency's name and why). The state
+  // events are raised by each endpoint that depends on it, as it learns.
+  dependency_opened,    // the breaker opened: its endpoints take no messages
+  dependency_half_open, // its wait is over: one probe may go through
+  dependency_closed,    // the probe succeeded: its endpoints take messages again
+  endpoint_paused,      // this endpoint stopped taking messages (a dependency is not closed)
+  endpoint_resumed,     // every dependency of this endpoint is closed again
+  held_back,            // a message went back to its endpoint's waiting line unharmed:
+                        // its dependency is down, no attempt spent
 };
 
 [[nodiscard]] std::string_view to_string(event_kind kind) noexcept;

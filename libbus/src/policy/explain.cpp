@@ -104,7 +104,22 @@ explanation explain(const recoverability_config& config, const std::exception_pt
   out.reason = std::move(reason);
   if (rule_decides) {
     out.rule = match.rule;
-    out.rule_text = describe(config.rules.rules()[*match.rule]);
+    const auto& decides = config.rules.rules()[*match.rule];
+    out.rule_text = describe(decides);
+    out.trips = decides.trips;
+    if (!decides.trips.empty()) {
+      std::string names;
+      for (const auto& name : decides.trips)
+        names += (names.empty() ? "'" : ", '") + name + "'";
+      const bool chain = decides.retry || decides.redelivery || decides.terminal;
+      out.dependency_clause =
+          "each failure counts against dependency " + names
+          + (chain ? "; once its breaker is open (or this failure opens it) the message goes back "
+                     "to its queue unharmed, no attempt spent; while it stays closed the plan "
+                     "below applies"
+                   : "; the rule has no chain of its own, so every failure goes back to its "
+                     "queue unharmed, no attempt spent, and the plan below never runs");
+    }
   }
   if (config.options.custom)
     out.reason += "; a custom policy decides, the plan shows what it does";
@@ -153,6 +168,8 @@ std::string to_string(const explanation& e) {
   out += "exception: " + e.exception_type + "\n";
   out += "rule: " + (e.rule ? e.rule_text : std::string("none")) + "\n";
   out += "why: " + e.reason + "\n";
+  if (!e.dependency_clause.empty())
+    out += "dependencies: " + e.dependency_clause + "\n";
   for (const auto& c : e.candidates)
     out += "  considered " + c.name + ": rank " + std::to_string(c.rank)
            + (c.exact_type ? ", exact type" : "") + ", " + std::string(to_string(c.verdict)) + "\n";

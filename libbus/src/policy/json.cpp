@@ -46,6 +46,8 @@ void to_json(nlohmann::json& j, const rule& r) {
   j["terminal"] = r.terminal ? to_string(*r.terminal) : "error_queue";
   j["max_attempts"] = r.max_attempts ? nlohmann::json(*r.max_attempts) : nlohmann::json(nullptr);
   j["max_time_ms"] = r.max_time ? nlohmann::json(r.max_time->count()) : nlohmann::json(nullptr);
+  if (!r.trips.empty()) // absent otherwise, so descriptions of rules without it stay as they were
+    j["trips"] = r.trips;
 }
 
 void to_json(nlohmann::json& j, const rule_set& rules) {

@@ -68,7 +68,10 @@ std::string_view to_string(terminal_action action) noexcept {
 }
 
 bool has_action(const rule& r) noexcept {
-  return r.retry.has_value() || r.redelivery.has_value() || r.terminal.has_value();
+  // A rule that only trips a dependency breaker gives every failure it
+  // matches back to the queue unharmed (see rule::trips).
+  return r.retry.has_value() || r.redelivery.has_value() || r.terminal.has_value()
+         || !r.trips.empty();
 }
 
 std::string describe_target(const rule& r) {
@@ -83,6 +86,8 @@ std::string describe(const rule& r) {
     out += ".max_attempts(" + std::to_string(*r.max_attempts) + ")";
   if (r.max_time)
     out += ".max_time(" + to_short_string(*r.max_time) + ")";
+  for (const auto& dependency : r.trips)
+    out += ".trips(\"" + dependency + "\")";
   const bool chained = r.retry.has_value();
   if (r.retry)
     out +=

@@ -71,6 +71,8 @@ void build_chain(rule_builder<E> r, const rule_spec& spec) {
     r = r.max_attempts(*spec.max_attempts);
   if (spec.max_time)
     r = r.max_time(*spec.max_time);
+  for (const auto& dependency : spec.trips)
+    r = r.trips(dependency);
   if (spec.action) {
     if (*spec.action == terminal::dead_letter)
       r.dead_letter();
@@ -109,7 +111,8 @@ void build_chain(rule_builder<E> r, const rule_spec& spec) {
     if (spec.then_dead_letter)
       d.then_dead_letter();
   }
-  // Neither a tier nor an action: the rule has no action, which the bus
+  // Neither a tier nor an action: a rule that only trips gives its failures
+  // back unharmed; one that does not even trip has no action, which the bus
   // refuses when it is built.
 }
 

@@ -16,6 +16,20 @@ constexpr event_kind all_kinds[] = {
   event_kind::rate_limit_ended,
 };
 
+// The dependency breakers' events: listed in the summary, after the others,
+// only when a scenario raises any (so summaries without breakers stay as
+// they were).
+constexpr event_kind dependency_kinds[] = {
+  event_kind::dependency_opened, event_kind::dependency_half_open,
+  event_kind::dependency_closed, event_kind::endpoint_paused,
+  event_kind::endpoint_resumed,  event_kind::held_back,
+};
+
+bool is_dependency_kind(event_kind kind) {
+  return std::find(std::begin(dependency_kinds), std::end(dependency_kinds), kind)
+         != std::end(dependency_kinds);
+}
+
 // The events that end a message: it is not delivered again.
 bool ends_message(event_kind kind) {
   return kind == event_kind::handled || kind == event_kind::dead_lettered
@@ -31,7 +45,7 @@ bool has_delay(event_kind kind) {
 bool has_reason(event_kind kind) {
   return kind == event_kind::dead_lettered || kind == event_kind::discarded
          || kind == event_kind::skipped || kind == event_kind::rate_limit_started
-         || kind == event_kind::rate_limit_ended;
+         || kind == event_kind::rate_limit_ended || is_dependency_kind(kind);
 }
 
 } // namespace
@@ -145,6 +159,12 @@ nlohmann::ordered_json event_log::summary(const script_book& book) const {
     auto it = counts_.find(kind);
     events[std::string(to_string(kind))] = it == counts_.end() ? 0 : it->second;
   }
+  if (std::any_of(std::begin(dependency_kinds), std::end(dependency_kinds),
+                  [&](event_kind kind) { return counts_.count(kind) > 0; }))
+    for (auto kind : dependency_kinds) {
+      auto it = counts_.find(kind);
+      events[std::string(to_string(kind))] = it == counts_.end() ? 0 : it->second;
+    }
   nlohmann::ordered_json by_message;
   for (const auto& name : messages_) {
     auto it = outcomes_.find(name);

@@ -208,7 +208,7 @@ std::optional<tier_spec> parse_tier(const node& n, const exception_type_info* ty
 
 std::optional<rule_spec> parse_rule(const node& n) {
   auto o = n.as_object(
-    {"on", "when", "max_attempts", "max_time", "retry", "redeliver", "then", "action"});
+    {"on", "when", "max_attempts", "max_time", "retry", "redeliver", "then", "action", "trips"});
   if (!o)
     return std::nullopt;
   rule_spec r;
@@ -285,6 +285,11 @@ std::optional<rule_spec> parse_rule(const node& n) {
       f->error("then follows retry or redeliver");
       ok = false;
     }
+  }
+  if (auto f = o->get("trips")) {
+    auto names = parse_dependency_names(*f);
+    ok = ok && names;
+    r.trips = names.value_or(std::vector<std::string>{});
   }
   // A rule with no action at all is the bus's to refuse, in its words.
   if (!ok)

@@ -192,7 +192,8 @@ std::optional<rate_limit_spec> parse_rate_limit(const node& n) {
 
 std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std::string>& types) {
   auto o = n.as_object({"name", "slots", "error_queue", "policy", "unrecoverable",
-                        "immediate_retries", "discard_faulted_messages", "rate_limit", "handlers"});
+                        "immediate_retries", "discard_faulted_messages", "rate_limit", "handlers",
+                        "depends_on"});
   if (!o)
     return std::nullopt;
   endpoint_spec e;
@@ -232,6 +233,11 @@ std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std
     e.rate_limit = parse_rate_limit(*f);
     ok = ok && e.rate_limit;
   }
+  if (auto f = o->get("depends_on")) {
+    auto names = parse_dependency_names(*f);
+    ok = ok && names;
+    e.depends_on = names.value_or(std::vector<std::string>{});
+  }
   if (auto f = o->require("handlers")) {
     ok = read_list(*f, e.handlers, [&](const node& h) { return parse_handler(h, types); }) && ok;
   } else {
@@ -244,7 +250,7 @@ std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std
 
 bool parse_bus(const node& n, bus_spec& out) {
   auto o = n.as_object({"policy", "host_policy", "transport_policy", "unrecoverable",
-                        "max_retry_time", "jitter_seed"});
+                        "max_retry_time", "jitter_seed", "dependencies"});
   if (!o)
     return false;
   bool ok = true;
@@ -268,6 +274,11 @@ bool parse_bus(const node& n, bus_spec& out) {
     ok = ok && seed;
     if (seed)
       out.jitter_seed = static_cast<std::uint64_t>(*seed);
+  }
+  if (auto f = o->get("dependencies")) {
+    auto deps = parse_dependencies(*f);
+    ok = ok && deps;
+    out.dependencies = deps.value_or(std::vector<dependency_spec>{});
   }
   return ok;
 }

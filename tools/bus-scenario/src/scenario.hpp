@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bus/dependency_breaker.hpp"
 #include "bus/policy/backoff.hpp"
 #include "exception_types.hpp"
 #include "json_reader.hpp"
@@ -49,6 +50,7 @@ struct rule_spec {
   std::optional<tier_spec> redeliver;
   std::optional<terminal> action; // dead_letter() or discard(): the whole chain
   bool then_dead_letter = false;  // "then": "dead_letter" after retry or redeliver
+  std::vector<std::string> trips; // "trips": the dependency breakers it counts against
 };
 
 // The rules of one scope.
@@ -121,6 +123,13 @@ struct endpoint_spec {
   bool discard_faulted_messages = false;
   std::optional<rate_limit_spec> rate_limit;
   std::vector<handler_spec> handlers;
+  std::vector<std::string> depends_on; // dependency breakers it pauses for
+};
+
+// A dependency breaker declared in "bus": {"dependencies": {name: settings}}.
+struct dependency_spec {
+  std::string name;
+  dependency_breaker_settings settings;
 };
 
 struct bus_spec {
@@ -130,6 +139,7 @@ struct bus_spec {
   std::vector<std::string> unrecoverable;
   std::optional<duration> max_retry_time;
   std::optional<std::uint64_t> jitter_seed;
+  std::vector<dependency_spec> dependencies;
 };
 
 // One message to send; a "count" in the file becomes several of these.
@@ -185,5 +195,9 @@ struct scenario {
 [[nodiscard]] std::optional<policy_spec> parse_policy(const node& n);
 [[nodiscard]] std::optional<step> parse_step(const node& n);
 [[nodiscard]] std::optional<outage> parse_outage(const node& n);
+// "inventory-db" or ["inventory-db", ...]: names of dependency breakers.
+[[nodiscard]] std::optional<std::vector<std::string>> parse_dependency_names(const node& n);
+// {"inventory-db": {"consecutive_failures": 5, ...}, ...}.
+[[nodiscard]] std::optional<std::vector<dependency_spec>> parse_dependencies(const node& n);
 
 } // namespace bus::scenario

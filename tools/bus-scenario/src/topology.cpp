@@ -134,6 +134,8 @@ void configure_endpoint(endpoint_builder& e, const endpoint_spec& spec,
     e.discard_faulted_messages();
   if (spec.rate_limit)
     e.rate_limit(spec.rate_limit->consecutive_failures, spec.rate_limit->wait);
+  for (const auto& name : spec.depends_on)
+    e.depends_on(name);
   for (const auto& h : spec.handlers)
     add_handler(e, h, book, system, actors);
 }
@@ -161,6 +163,8 @@ std::unique_ptr<handler_actors> configure_bus(bus_builder& b, const scenario& s,
     b.max_retry_time(*bus.max_retry_time);
   if (bus.jitter_seed)
     b.jitter_seed(*bus.jitter_seed);
+  for (const auto& d : bus.dependencies)
+    b.dependency(d.name, d.settings);
   for (const auto& spec : s.endpoints)
     b.endpoint(spec.name, [&](endpoint_builder& e) {
       configure_endpoint(e, spec, book, system, *actors);

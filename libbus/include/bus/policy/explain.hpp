@@ -54,6 +54,11 @@ struct explanation {
   // True when the plan stopped at explain_plan_limit attempts before the
   // policy gave up.
   bool truncated = false;
+  // The dependency breakers the deciding rule's failures count against
+  // (rule::trips), and one sentence on what they change: the plan holds
+  // only while they are closed.
+  std::vector<std::string> trips;
+  std::string dependency_clause;
 };
 
 inline constexpr int explain_plan_limit = 1000;

@@ -13,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -202,6 +203,15 @@ public:
   // configuration's max_retry_time, 24 h by default).
   rule_builder max_time(duration limit) const {
     rule_->max_time = limit;
+    return *this;
+  }
+  // Failures matched by this rule count against the dependency breaker
+  // `dependency` (declared on the bus): p.on<db_error>().trips("inventory-db").
+  // While that breaker stays closed the chain below applies; once it is open
+  // the message goes back to its queue unharmed, no attempt spent. Every
+  // endpoint whose handlers use this rule depends on the breaker.
+  rule_builder trips(std::string dependency) const {
+    rule_->trips.push_back(std::move(dependency));
     return *this;
   }
 

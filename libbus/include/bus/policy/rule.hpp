@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bus/caught_exception.hpp"
 #include "bus/policy/exception_type.hpp"
@@ -48,6 +49,13 @@ struct rule {
   // Retrying stops this long after the first failure. Empty: the
   // configuration's max_retry_time (24 h by default).
   std::optional<duration> max_time;
+  // The dependencies (named circuit breakers, "inventory-db") that a
+  // failure matched by this rule counts against. Whether the message then
+  // follows the chain above or goes back to its queue unharmed depends on
+  // the breaker: see docs/policies.md, "Dependency breakers". A rule with
+  // no tier and no terminal action that trips gives every failure it
+  // matches back to the queue unharmed. Empty: counts against none.
+  std::vector<std::string> trips;
 };
 
 // Whether the rule says what to do at all (a tier or a terminal action).
