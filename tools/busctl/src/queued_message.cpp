@@ -24,6 +24,22 @@ std::string text_or_empty(const queued_message& m, std::string_view name) {
 
 } // namespace
 
+queued_message to_queued_message(const rabbitmq_queued_message& m, std::size_t position) {
+  queued_message out;
+  out.position = position;
+  out.redelivered = m.redelivered;
+  out.headers.reserve(m.headers.size());
+  for (const auto& h : m.headers)
+    out.headers.push_back(header_field{h.name, h.value});
+  out.properties = m.properties;
+  out.body = m.body;
+  if (auto id = header_text(out, header::message_id); id && !id->empty())
+    out.id = *id;
+  else if (auto p = m.properties.find("message_id"); p != m.properties.end() && p->is_string())
+    out.id = p->get<std::string>();
+  return out;
+}
+
 std::optional<std::string> header_text(const queued_message& m, std::string_view name) {
   for (const auto& h : m.headers) {
     if (h.name != name)

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bus/rabbitmq_admin.hpp"
+
 namespace bus::ctl {
 
 struct header_field {
@@ -32,6 +34,11 @@ struct queued_message {
   std::string body;
   bool redelivered = false; // the broker had delivered it before (to anyone)
 };
+
+// The message the admin seam read at `position` (1-based) of its queue, with
+// its id: bus-message-id, else the AMQP message-id property.
+[[nodiscard]] queued_message to_queued_message(const rabbitmq_queued_message& m,
+                                               std::size_t position);
 
 // The header's value if it is present and text (or a number, as text).
 [[nodiscard]] std::optional<std::string> header_text(const queued_message& m,
