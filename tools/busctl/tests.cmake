@@ -27,9 +27,11 @@ add_executable(busctl_broker_tests
   ${_busctl_tests}/broker_commands_test.cpp
   ${_busctl_tests}/broker_errors_test.cpp
   ${_busctl_tests}/replay_on_bus_test.cpp
+  ${_busctl_tests}/replay_delivery_limit_test.cpp
   $<TARGET_OBJECTS:bus_catch_main>)
 target_link_libraries(busctl_broker_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
-                      bus::rabbitmq bus::sample_exceptions nlohmann_json::nlohmann_json)
+                      bus::rabbitmq bus::sample_exceptions nlohmann_json::nlohmann_json
+                      rabbitmq::rabbitmq) # the raw consumer of replay_delivery_limit_test
 target_include_directories(busctl_broker_tests PRIVATE "${_busctl_tests}"
                            "${PROJECT_SOURCE_DIR}/tests"
                            "${PROJECT_SOURCE_DIR}/tests/transports/rabbitmq")
@@ -39,6 +41,7 @@ target_compile_definitions(busctl_broker_tests PRIVATE CATCH_CONFIG_ENABLE_CHRON
 add_dependencies(busctl_broker_tests busctl)
 set_source_files_properties(${_busctl_tests}/broker_commands_test.cpp
                             ${_busctl_tests}/broker_errors_test.cpp
+                            ${_busctl_tests}/replay_delivery_limit_test.cpp
                             PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
 target_precompile_headers(busctl_broker_tests PRIVATE <caf/all.hpp>)
 catch_discover_tests(busctl_broker_tests TEST_PREFIX "busctl_broker_tests: "

@@ -3,7 +3,6 @@
 #include <charconv>
 
 #include "bus/header_names.hpp"
-#include "replay_headers.hpp"
 
 namespace bus::ctl {
 
@@ -20,6 +19,23 @@ std::optional<std::int64_t> number(const queued_message& m, std::string_view nam
 
 std::string text_or_empty(const queued_message& m, std::string_view name) {
   return header_text(m, name).value_or(std::string());
+}
+
+// Why the broker dead-lettered the message (delivery_limit, rejected,
+// expired, maxlen), if it did: the newest x-death entry (RabbitMQ puts it
+// first), else x-last-death-reason, else x-first-death-reason.
+std::string broker_reason(const queued_message& m) {
+  for (const auto& h : m.headers) {
+    if (h.name != "x-death" || !h.value.is_array() || h.value.empty())
+      continue;
+    const auto& newest = h.value.front();
+    if (auto r = newest.find("reason"); r != newest.end() && r->is_string())
+      return r->get<std::string>();
+  }
+  for (auto name : {"x-last-death-reason", "x-first-death-reason"})
+    if (auto r = header_text(m, name); r && !r->empty())
+      return *r;
+  return {};
 }
 
 } // namespace
@@ -66,12 +82,14 @@ fault_summary fault_of(const queued_message& m) {
   f.exception_type = text_or_empty(m, header::fault_exception_type);
   f.exception_message = text_or_empty(m, header::fault_message);
   f.reason = text_or_empty(m, header::fault_reason);
+  if (f.reason.empty())
+    f.reason = broker_reason(m);
   f.at = text_or_empty(m, header::fault_at);
   f.endpoint = text_or_empty(m, header::fault_endpoint);
   f.original_address = text_or_empty(m, header::fault_original_address);
   f.immediate_retries = number(m, header::fault_immediate_retries);
   f.delivery_count = number(m, header::fault_delivery_count);
-  f.replay_count = number(m, replay_header::replay_count);
+  f.replay_count = number(m, header::replay_count);
   return f;
 }
 

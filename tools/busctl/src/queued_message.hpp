@@ -52,6 +52,8 @@ struct queued_message {
 struct fault_summary {
   std::string exception_type;
   std::string exception_message;
+  // bus-fault-reason; when the bus wrote none, the broker's reason for
+  // dead-lettering it (x-death: delivery_limit, rejected, expired, maxlen).
   std::string reason;
   std::string at; // ISO 8601, as written (bus-fault-at)
   std::string endpoint;

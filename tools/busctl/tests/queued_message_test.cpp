@@ -25,3 +25,26 @@ TEST_CASE("a message is known by its bus-message-id, else by its AMQP message id
   m.properties = json::object();
   CHECK(to_queued_message(m, 1).id.empty());
 }
+
+TEST_CASE("a message the broker dead-lettered shows the broker's reason when the bus wrote none") {
+  // As RabbitMQ 3.10 writes it when a quorum queue's x-delivery-limit is
+  // reached: the newest death first.
+  queued_message m;
+  m.headers = {{"x-death", json::array({json{{"count", 1}, {"reason", "delivery_limit"},
+                                              {"queue", "billing"}},
+                                         json{{"count", 1}, {"reason", "expired"},
+                                              {"queue", "bus.delay.lvl0"}}})},
+               {"x-first-death-reason", "expired"},
+               {"x-last-death-reason", "delivery_limit"}};
+  CHECK(fault_of(m).reason == "delivery_limit");
+
+  // Without x-death (a client that copied only some headers), the last death's reason.
+  m.headers.erase(m.headers.begin());
+  CHECK(fault_of(m).reason == "delivery_limit");
+  m.headers.pop_back();
+  CHECK(fault_of(m).reason == "expired");
+
+  // The bus's own reason, when it wrote one, comes first.
+  m.headers.push_back({"bus-fault-reason", "retries exhausted"});
+  CHECK(fault_of(m).reason == "retries exhausted");
+}

@@ -108,8 +108,9 @@ public:
   // broker's: nobody else receives them while the browse holds them, and
   // whatever the browse does not acknowledge goes back to the queue when it
   // ends. On a classic queue they go back in their places; a quorum queue
-  // counts each browse as a delivery (x-delivery-count, and its
-  // x-delivery-limit). The browse shares this admin's connection and keeps
+  // (RabbitMQ 3.10) puts them behind the others and counts each browse as a
+  // delivery: x-delivery-count rises, and enough browses reach its
+  // x-delivery-limit. The browse shares this admin's connection and keeps
   // it open while it lives.
   [[nodiscard]] result<rabbitmq_browse> browse(const std::string& queue, std::size_t limit);
 
