@@ -2,7 +2,8 @@
 # exists.
 #
 # busctl_unit_tests: the pure parts (command line, settings, selection and
-# grouping, replay headers, output, AMQP field conversion); no broker.
+# grouping, replay headers, output, messages read through the admin seam);
+# no broker.
 # busctl_broker_tests: the built busctl program against the throwaway broker
 # of the ctest fixture "rabbitmq" (tests/transports/rabbitmq/tests.cmake),
 # next to a bus that dead-letters for real. They need the fixture: without
@@ -11,13 +12,13 @@ find_package(rabbitmq-c CONFIG REQUIRED) # imported targets are seen per directo
 set(_busctl_tests "${PROJECT_SOURCE_DIR}/tools/busctl/tests")
 
 bus_test_binary(busctl_unit_tests
-  SOURCES ${_busctl_tests}/amqp_fields_test.cpp
-          ${_busctl_tests}/command_line_test.cpp
+  SOURCES ${_busctl_tests}/command_line_test.cpp
           ${_busctl_tests}/connection_settings_test.cpp
+          ${_busctl_tests}/queued_message_test.cpp
           ${_busctl_tests}/render_test.cpp
           ${_busctl_tests}/replay_headers_test.cpp
           ${_busctl_tests}/selection_test.cpp
-  LIBS bus_ctl_broker rabbitmq::rabbitmq)
+  LIBS bus_ctl_broker)
 target_include_directories(busctl_unit_tests PRIVATE "${_busctl_tests}"
                                                      "${PROJECT_SOURCE_DIR}/tools/busctl/src")
 
@@ -26,9 +27,11 @@ add_executable(busctl_broker_tests
   ${_busctl_tests}/broker_commands_test.cpp
   ${_busctl_tests}/broker_errors_test.cpp
   ${_busctl_tests}/replay_on_bus_test.cpp
+  ${_busctl_tests}/replay_delivery_limit_test.cpp
   $<TARGET_OBJECTS:bus_catch_main>)
 target_link_libraries(busctl_broker_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
-                      bus::rabbitmq bus::sample_exceptions nlohmann_json::nlohmann_json)
+                      bus::rabbitmq bus::sample_exceptions nlohmann_json::nlohmann_json
+                      rabbitmq::rabbitmq) # the raw consumer of replay_delivery_limit_test
 target_include_directories(busctl_broker_tests PRIVATE "${_busctl_tests}"
                            "${PROJECT_SOURCE_DIR}/tests"
                            "${PROJECT_SOURCE_DIR}/tests/transports/rabbitmq")
@@ -38,6 +41,7 @@ target_compile_definitions(busctl_broker_tests PRIVATE CATCH_CONFIG_ENABLE_CHRON
 add_dependencies(busctl_broker_tests busctl)
 set_source_files_properties(${_busctl_tests}/broker_commands_test.cpp
                             ${_busctl_tests}/broker_errors_test.cpp
+                            ${_busctl_tests}/replay_delivery_limit_test.cpp
                             PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
 target_precompile_headers(busctl_broker_tests PRIVATE <caf/all.hpp>)
 catch_discover_tests(busctl_broker_tests TEST_PREFIX "busctl_broker_tests: "

@@ -56,4 +56,11 @@ inline constexpr std::string_view skipped_reason = "bus-skipped-reason";
 inline constexpr std::string_view traceparent = "traceparent";
 inline constexpr std::string_view tracestate = "tracestate";
 
+// Written by busctl on a message it replays from an error queue (docs/busctl.md);
+// a replay writes bus-delivery-count 0 with them and drops the fault facts and
+// the broker's own headers (x-death, x-delivery-count, ...).
+inline constexpr std::string_view replayed_at = "bus-replayed-at";     // ISO 8601, UTC
+inline constexpr std::string_view replay_count = "bus-replay-count";   // 1 on the first replay
+inline constexpr std::string_view replayed_from = "bus-replayed-from"; // the queue it came from
+
 } // namespace bus::header

@@ -27,6 +27,8 @@ bus_test_binary(rabbitmq_unit_tests
           ${CMAKE_CURRENT_LIST_DIR}/delay_levels_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/amqp_message_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/ack_window_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/amqp_fields_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/reconnect_delay_test.cpp
   LIBS bus::rabbitmq rabbitmq::rabbitmq)
 target_include_directories(rabbitmq_unit_tests PRIVATE "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src")
 

@@ -1,12 +1,13 @@
-// The broker operations of busctl on one queue, through rabbitmq-c: read
-// every message without taking it away, replay a selection to its original
-// queue with publisher confirms, delete a selection. One connection, owned
-// by the calling thread; the connection code (timeouts, TLS, errors that
-// name the broker without its password) is the transport's amqp_session.
+// The broker operations of busctl on one queue: read every message without
+// taking it away, replay a selection to its original queue with publisher
+// confirms, delete a selection. Built on the transport's public admin seam
+// (bus/rabbitmq_admin.hpp): one connection, owned by the calling thread,
+// with the transport's connection code (timeouts, TLS, errors that name the
+// broker without its password).
 //
-// Reading takes messages with basic.get and no acknowledgement on a channel
-// of its own, then closes that channel: the broker gives every message back,
-// in its place on a classic queue (docs/busctl.md has the limits).
+// Reading is a browse: the messages are taken without acknowledgement, then
+// given back, in their places on a classic queue (docs/busctl.md has the
+// limits).
 #pragma once
 
 #include <cstddef>
@@ -14,14 +15,11 @@
 #include <string>
 
 #include "bus/error.hpp"
+#include "bus/rabbitmq_admin.hpp"
 #include "bus/rabbitmq_settings.hpp"
 #include "bus/time.hpp"
 #include "reports.hpp"
 #include "selection.hpp"
-
-namespace bus::detail {
-class amqp_session;
-}
 
 namespace bus::ctl {
 
@@ -60,9 +58,12 @@ public:
                                            const selector& which);
 
 private:
-  struct impl;
-  explicit error_queue_admin(std::unique_ptr<impl> state);
-  std::unique_ptr<impl> impl_;
+  error_queue_admin(rabbitmq_settings settings, std::unique_ptr<rabbitmq_admin> admin);
+  // The seam's errors, with a hint for the operator where it helps.
+  [[nodiscard]] error explain(error e, const std::string& queue) const;
+
+  rabbitmq_settings settings_;
+  std::unique_ptr<rabbitmq_admin> admin_;
 };
 
 } // namespace bus::ctl

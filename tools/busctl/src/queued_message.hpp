@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bus/rabbitmq_admin.hpp"
+
 namespace bus::ctl {
 
 struct header_field {
@@ -33,6 +35,11 @@ struct queued_message {
   bool redelivered = false; // the broker had delivered it before (to anyone)
 };
 
+// The message the admin seam read at `position` (1-based) of its queue, with
+// its id: bus-message-id, else the AMQP message-id property.
+[[nodiscard]] queued_message to_queued_message(const rabbitmq_queued_message& m,
+                                               std::size_t position);
+
 // The header's value if it is present and text (or a number, as text).
 [[nodiscard]] std::optional<std::string> header_text(const queued_message& m,
                                                      std::string_view name);
@@ -45,6 +52,8 @@ struct queued_message {
 struct fault_summary {
   std::string exception_type;
   std::string exception_message;
+  // bus-fault-reason; when the bus wrote none, the broker's reason for
+  // dead-lettering it (x-death: delivery_limit, rejected, expired, maxlen).
   std::string reason;
   std::string at; // ISO 8601, as written (bus-fault-at)
   std::string endpoint;

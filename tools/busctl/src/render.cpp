@@ -39,6 +39,7 @@ json message_summary_json(const queued_message& m) {
               {"message_type", message_type_of(m)},
               {"exception_type", f.exception_type},
               {"exception_message", f.exception_message},
+              {"reason", f.reason},
               {"failed_at", f.at},
               {"original_address", f.original_address},
               {"immediate_retries", optional_number(f.immediate_retries)},

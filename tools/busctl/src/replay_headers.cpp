@@ -22,8 +22,8 @@ bool kept_on_replay(std::string_view name) {
     return name == header::fault_address;
   static constexpr std::array<std::string_view, 8> dropped{
     header::delivery_count,      header::failed_attempts,     header::first_failure_at,
-    header::skipped_reason,      rabbitmq_wire_error_header, replay_header::replayed_at,
-    replay_header::replay_count, replay_header::replayed_from};
+    header::skipped_reason,      rabbitmq_wire_error_header, header::replayed_at,
+    header::replay_count, header::replayed_from};
   for (auto d : dropped)
     if (name == d)
       return false;
@@ -37,9 +37,9 @@ replay_additions(const queued_message& m, time_point now, const std::string& sou
     previous = 0;
   return {
     {std::string(header::delivery_count), "0"},
-    {std::string(replay_header::replayed_at), to_iso8601(now)},
-    {std::string(replay_header::replay_count), std::to_string(previous + 1)},
-    {std::string(replay_header::replayed_from), source_queue},
+    {std::string(header::replayed_at), to_iso8601(now)},
+    {std::string(header::replay_count), std::to_string(previous + 1)},
+    {std::string(header::replayed_from), source_queue},
   };
 }
 

@@ -13,12 +13,8 @@
 
 namespace bus::ctl {
 
-// Headers busctl writes on a replayed message.
-namespace replay_header {
-inline constexpr std::string_view replayed_at = "bus-replayed-at";     // ISO 8601, UTC
-inline constexpr std::string_view replay_count = "bus-replay-count";   // 1 on the first replay
-inline constexpr std::string_view replayed_from = "bus-replayed-from"; // the queue it came from
-} // namespace replay_header
+// The headers busctl writes on a replayed message are named in
+// bus/header_names.hpp (header::replayed_at, replay_count, replayed_from).
 
 // False for the headers a replay drops:
 // - every bus-fault-* header but bus-fault-address (that one is the message's

@@ -13,28 +13,22 @@ namespace bus::detail {
 consumer_pump::consumer_pump(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                              std::shared_ptr<const rabbitmq_logger> log)
     : settings_(std::move(settings)), record_(std::move(record)), log_(std::move(log)),
-      backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
+      loop_(settings_, "consumer", "consuming connection", log_, *this) {}
 
 consumer_pump::~consumer_pump() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
   }
-  wake_.notify();
-  if (thread_.joinable())
-    thread_.join();
+  loop_.stop_and_join();
 }
 
 result<void> consumer_pump::start() {
-  std::promise<result<void>> first;
-  auto connected = first.get_future();
-  thread_ = std::thread([this, p = std::move(first)]() mutable { run(std::move(p)); });
-  return connected.get();
+  return loop_.start();
 }
 
 std::uint64_t consumer_pump::reconnects() const noexcept {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return reconnects_;
+  return loop_.reconnects();
 }
 
 result<void> consumer_pump::consume(const std::string& queue, std::size_t max_unacked,
@@ -61,14 +55,14 @@ result<void> consumer_pump::consume(const std::string& queue, std::size_t max_un
       return error{errc::duplicate, "queue '" + queue + "' already has a consumer"};
     commands_.push_back(std::move(c));
   }
-  wake_.notify();
+  loop_.wake();
   return outcome.get();
 }
 
 void consumer_pump::cancel(const std::string& queue) {
   cancel_command c{queue, std::make_shared<std::promise<void>>()};
   auto done = c.done->get_future();
-  if (std::this_thread::get_id() == thread_.get_id()) {
+  if (loop_.on_loop_thread()) {
     // From a handler, against the contract; done inline rather than deadlocked.
     handle(c);
     return;
@@ -79,7 +73,7 @@ void consumer_pump::cancel(const std::string& queue) {
       return;
     commands_.push_back(std::move(c));
   }
-  wake_.notify();
+  loop_.wake();
   done.wait();
 }
 
@@ -113,73 +107,59 @@ result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
   // As in publisher::submit: the settlement that makes the queue non-empty
   // wakes the thread, which then takes every one queued behind it.
   if (first)
-    wake_.notify();
+    loop_.wake();
   return {};
 }
 
 // ---- the I/O thread ------------------------------------------------------
 
-void consumer_pump::run(std::promise<result<void>> first) {
-  if (!connect_now()) {
-    first.set_value(error{errc::transport_failure, last_failure_});
-    return;
+bool consumer_pump::turn() {
+  std::deque<command> batch;
+  bool stop = false;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stop = stopping_;
+    batch.swap(commands_);
   }
-  first.set_value(result<void>{});
-  for (;;) {
-    wake_.clear();
-    std::deque<command> batch;
-    bool stop = false;
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      stop = stopping_;
-      batch.swap(commands_);
+  loop_.drop_if_dead();
+  if (stop) {
+    // Settlements accepted before the stop are sent before the close:
+    // an ack that ack() took must not turn into a redelivery.
+    for (auto& c : batch) {
+      if (auto* settle = std::get_if<settle_command>(&c))
+        handle(*settle);
+      else if (auto* consume = std::get_if<consume_command>(&c))
+        consume->done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
+      else if (auto* cancel = std::get_if<cancel_command>(&c))
+        cancel->done->set_value();
     }
-    if (session_ && !session_->alive())
-      lose_session();
-    if (stop) {
-      // Settlements accepted before the stop are sent before the close:
-      // an ack that ack() took must not turn into a redelivery.
-      for (auto& c : batch) {
-        if (auto* settle = std::get_if<settle_command>(&c))
-          handle(*settle);
-        else if (auto* consume = std::get_if<consume_command>(&c))
-          consume->done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
-        else if (auto* cancel = std::get_if<cancel_command>(&c))
-          cancel->done->set_value();
-      }
-      flush_all_acks();
-      break;
-    }
-    // In arrival order: an ack queued before a consume is sent before it.
-    for (auto& c : batch)
-      std::visit([this](auto& cmd) { handle(cmd); }, c);
-    // The acks of the whole batch, coalesced where that acknowledges
-    // nothing else.
     flush_all_acks();
-    if (session_ && !session_->alive())
-      lose_session();
-    auto now = clock::now();
-    if (!session_ && now >= next_attempt_ && !connect_now())
-      next_attempt_ = clock::now() + backoff_.next();
-    if (session_ && session_->alive()) {
-      while (session_->alive() && !waiting_.empty()) {
-        auto c = std::move(waiting_.front());
-        waiting_.pop_front();
-        handle(c);
-      }
-      recover_links(now);
-      read_frames();
-    }
-    now = clock::now();
-    fail_waiting(now);
-    if (session_ && !session_->alive())
-      continue;
-    wait_readable(session_ ? session_->fd() : -1, wake_.fd(), idle_wait(now));
-    if (session_)
-      amqp_maybe_release_buffers(session_->raw());
+    return false;
   }
-  // Stopping. Closing the connection (session_.reset) makes the broker
-  // requeue every unsettled delivery; nobody may settle them any more.
+  // In arrival order: an ack queued before a consume is sent before it.
+  for (auto& c : batch)
+    std::visit([this](auto& cmd) { handle(cmd); }, c);
+  // The acks of the whole batch, coalesced where that acknowledges
+  // nothing else.
+  flush_all_acks();
+  auto now = clock::now();
+  loop_.maintain();
+  if (session() && session()->alive()) {
+    while (session()->alive() && !waiting_.empty()) {
+      auto c = std::move(waiting_.front());
+      waiting_.pop_front();
+      handle(c);
+    }
+    recover_links(now);
+    read_frames();
+  }
+  fail_waiting(clock::now());
+  return true;
+}
+
+void consumer_pump::stopped() {
+  // Closing the connection (after this returns) makes the broker requeue
+  // every unsettled delivery; nobody may settle them any more.
   for (auto& c : waiting_)
     c.done->set_value(error{errc::transport_failure, "the RabbitMQ transport closed"});
   waiting_.clear();
@@ -191,39 +171,20 @@ void consumer_pump::run(std::promise<result<void>> first) {
     live_incarnations_.clear();
   }
   links_.clear();
-  session_.reset();
 }
 
-bool consumer_pump::connect_now() {
-  auto opened = amqp_session::open(settings_, "consumer");
-  if (!opened) {
-    if (ever_connected_ && opened.error().message != last_failure_)
-      log_->warn("consuming connection: " + opened.error().message + "; retrying");
-    last_failure_ = opened.error().message;
-    return false;
-  }
-  session_ = std::move(*opened);
-  backoff_.reset();
-  if (ever_connected_) {
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      ++reconnects_;
-    }
-    log_->info(
-        "consuming connection to " + settings_.describe() + " is back; consuming "
-        + std::to_string(std::count_if(links_.begin(), links_.end(),
-                                       [](const auto& kv) { return kv.second.handler != nullptr; }))
-        + " queues again");
-  }
-  ever_connected_ = true;
-  return true;
+std::optional<std::string> consumer_pump::session_opened(amqp_session&) {
+  return std::nullopt; // channels are opened per consumed queue, by recover_links()
 }
 
-void consumer_pump::lose_session() {
-  auto why = describe(session_->death());
-  last_failure_ = "RabbitMQ at " + settings_.describe() + ": connection lost (" + why + ")";
-  log_->warn("consuming connection to " + settings_.describe() + " lost (" + why
-             + "); RabbitMQ requeues the deliveries it had not settled");
+std::string consumer_pump::back_note() const {
+  return "; consuming "
+         + std::to_string(std::count_if(links_.begin(), links_.end(),
+                                        [](const auto& kv) { return kv.second.handler != nullptr; }))
+         + " queues again";
+}
+
+std::string consumer_pump::session_lost() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     live_incarnations_.clear();
@@ -233,10 +194,9 @@ void consumer_pump::lose_session() {
     l.consuming = false;
     l.acks.reset();
     l.retry_at = {};
-    l.retry_delay = std::chrono::milliseconds(0);
+    l.failed_consumes = 0;
   }
-  session_.reset();
-  next_attempt_ = clock::now() + backoff_.next();
+  return "RabbitMQ requeues the deliveries it had not settled";
 }
 
 void consumer_pump::forget_consumed(const std::string& queue) {
@@ -245,7 +205,7 @@ void consumer_pump::forget_consumed(const std::string& queue) {
 }
 
 void consumer_pump::handle(consume_command& c) {
-  if (!session_ || !session_->alive()) {
+  if (!session() || !session()->alive()) {
     waiting_.push_back(std::move(c)); // until a connection, or the deadline
     return;
   }
@@ -282,9 +242,9 @@ void consumer_pump::handle(cancel_command& c) {
     // From here on no delivery reaches the handler: one that the broker
     // sent before the cancel is rejected back to the queue.
     l.handler = nullptr;
-    if (l.consuming && session_ && session_->alive()) {
-      amqp_basic_cancel(session_->raw(), l.channel, bytes_of(l.consumer_tag));
-      if (auto failed = session_->rpc_status(l.channel);
+    if (l.consuming && session() && session()->alive()) {
+      amqp_basic_cancel(session()->raw(), l.channel, bytes_of(l.consumer_tag));
+      if (auto failed = session()->rpc_status(l.channel);
           failed && failed->scope == failure_scope::channel)
         drop_channel(l);
     }
@@ -296,7 +256,7 @@ void consumer_pump::handle(cancel_command& c) {
 }
 
 void consumer_pump::handle(settle_command& c) {
-  if (!session_ || !session_->alive())
+  if (!session() || !session()->alive())
     return; // the connection died: the broker requeued the delivery
   auto* l = link_of_channel(c.channel);
   if (!l || l->incarnation != c.incarnation)
@@ -305,26 +265,26 @@ void consumer_pump::handle(settle_command& c) {
     // Queued in the window, sent by the flush at the end of the batch
     // (at once if the window cannot coalesce).
     l->acks.ack(c.broker_tag, [&](std::uint64_t tag, bool multiple) {
-      (void)session_->call_status(amqp_basic_ack(session_->raw(), c.channel, tag, multiple));
+      (void)session()->call_status(amqp_basic_ack(session()->raw(), c.channel, tag, multiple));
     });
     return;
   }
   // The acks queued before this reject go first: one queued after it
   // must not overtake it, and none may cover it.
   flush_acks(*l);
-  if (!session_->alive())
+  if (!session()->alive())
     return;
-  (void)session_->call_status(
-      amqp_basic_reject(session_->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0));
+  (void)session()->call_status(
+      amqp_basic_reject(session()->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0));
   l->acks.settled_on_wire(c.broker_tag);
 }
 
 void consumer_pump::flush_acks(link& l) {
-  if (!l.acks.has_pending() || l.channel == 0 || !session_ || !session_->alive())
+  if (!l.acks.has_pending() || l.channel == 0 || !session() || !session()->alive())
     return;
   l.acks.flush([&](std::uint64_t tag, bool multiple) {
-    if (session_->alive())
-      (void)session_->call_status(amqp_basic_ack(session_->raw(), l.channel, tag, multiple));
+    if (session()->alive())
+      (void)session()->call_status(amqp_basic_ack(session()->raw(), l.channel, tag, multiple));
   });
 }
 
@@ -334,7 +294,7 @@ void consumer_pump::flush_all_acks() {
 }
 
 amqp_status consumer_pump::establish(const std::string& queue, link& l) {
-  auto& s = *session_;
+  auto& s = *session();
   if (l.channel == 0) {
     auto ch = s.new_channel_number();
     if (ch == 0)
@@ -373,7 +333,7 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
   }
   l.consumer_tag = text_of(ok->consumer_tag);
   l.consuming = true;
-  l.retry_delay = std::chrono::milliseconds(0);
+  l.failed_consumes = 0;
   return std::nullopt;
 }
 
@@ -388,17 +348,15 @@ void consumer_pump::drop_channel(link& l) {
 }
 
 void consumer_pump::schedule_retry(const std::string& queue, link& l, const std::string& why) {
-  l.retry_delay = l.retry_delay.count() == 0
-                      ? settings_.reconnect_delay_min
-                      : std::min(settings_.reconnect_delay_max, l.retry_delay * 2);
-  l.retry_at = clock::now() + l.retry_delay;
+  auto delay = reconnect_delay(settings_, ++l.failed_consumes, random_);
+  l.retry_at = clock::now() + delay;
   log_->warn("consumer of queue '" + queue + "' stopped (" + why + "); consuming again in "
-             + std::to_string(l.retry_delay.count()) + " ms");
+             + std::to_string(delay.count()) + " ms");
 }
 
 void consumer_pump::recover_links(clock::time_point now) {
   for (auto& [queue, l] : links_) {
-    if (!session_->alive())
+    if (!session()->alive())
       return;
     if (!l.handler || l.consuming || l.retry_at > now)
       continue;
@@ -416,16 +374,16 @@ consumer_pump::link* consumer_pump::link_of_channel(amqp_channel_t ch) {
 
 void consumer_pump::reject_now(link& l, std::uint64_t broker_tag) {
   flush_acks(l);
-  if (!session_->alive())
+  if (!session()->alive())
     return;
-  (void)session_->call_status(
-      amqp_basic_reject(session_->raw(), l.channel, broker_tag, /*requeue=*/1));
+  (void)session()->call_status(
+      amqp_basic_reject(session()->raw(), l.channel, broker_tag, /*requeue=*/1));
   l.acks.settled_on_wire(broker_tag);
 }
 
 void consumer_pump::read_frames() {
   amqp_frame_t frame;
-  while (session_->alive() && session_->poll_frame(frame)) {
+  while (session()->alive() && session()->poll_frame(frame)) {
     if (frame.frame_type != AMQP_FRAME_METHOD)
       continue;
     switch (frame.payload.method.id) {
@@ -436,7 +394,7 @@ void consumer_pump::read_frames() {
         on_broker_cancel(frame);
         break;
       case AMQP_CHANNEL_CLOSE_METHOD: {
-        auto failure = session_->channel_closed_by_broker(frame);
+        auto failure = session()->channel_closed_by_broker(frame);
         for (auto& [queue, l] : links_) {
           if (l.channel != frame.channel)
             continue;
@@ -447,7 +405,7 @@ void consumer_pump::read_frames() {
         break;
       }
       case AMQP_CONNECTION_CLOSE_METHOD:
-        session_->connection_closed_by_broker(frame);
+        session()->connection_closed_by_broker(frame);
         break;
       default:
         break;
@@ -462,7 +420,7 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
   bool redelivered = d->redelivered != 0;
   auto consumer_tag = text_of(d->consumer_tag);
   amqp_message_t content;
-  if (session_->read_content(ch, content))
+  if (session()->read_content(ch, content))
     return;
   // The envelope owns its bytes: copied out, and rabbitmq-c's freed at once.
   auto env = std::make_shared<const envelope>(
@@ -478,7 +436,7 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
     }
   if (!l) {
     // No link owns the channel: nothing was coalesced on it.
-    (void)session_->call_status(amqp_basic_reject(session_->raw(), ch, broker_tag, 1));
+    (void)session()->call_status(amqp_basic_reject(session()->raw(), ch, broker_tag, 1));
     return;
   }
   // Every delivery of a link's channel enters its window, in tag order.
@@ -505,7 +463,7 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
       std::lock_guard<std::mutex> guard(mutex_);
       still_ours = outstanding_.erase(tag) != 0;
     }
-    if (still_ours && session_->alive()) {
+    if (still_ours && session()->alive()) {
       if (auto* owner = link_of_channel(ch))
         reject_now(*owner, broker_tag);
     }
@@ -534,30 +492,19 @@ void consumer_pump::fail_waiting(clock::time_point now) {
     it->done->set_value(error{errc::transport_failure,
                               "cannot consume '" + it->queue + "': no connection to RabbitMQ for "
                                   + std::to_string(settings_.operation_timeout.count())
-                                  + " ms: " + last_failure_});
+                                  + " ms: " + loop_.last_failure()});
     it = waiting_.erase(it);
   }
 }
 
-std::chrono::milliseconds consumer_pump::idle_wait(clock::time_point now) const {
-  // Heartbeats are serviced only inside rabbitmq-c calls: come back well
-  // within a heartbeat interval even when nothing happens.
-  std::chrono::milliseconds wait = std::chrono::seconds(1);
-  if (settings_.heartbeat.count() > 0)
-    wait = std::min<std::chrono::milliseconds>(wait, settings_.heartbeat / 4);
-  auto until = [&](clock::time_point t) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - now)
-                + std::chrono::milliseconds(1);
-    wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
-  };
-  if (!session_)
-    until(next_attempt_);
+consumer_pump::clock::time_point consumer_pump::next_deadline() const {
+  auto next = clock::time_point::max();
   for (const auto& c : waiting_)
-    until(c.deadline);
+    next = std::min(next, c.deadline);
   for (const auto& [queue, l] : links_)
-    if (l.handler && !l.consuming && session_)
-      until(l.retry_at);
-  return wait;
+    if (l.handler && !l.consuming && session())
+      next = std::min(next, l.retry_at);
+  return next;
 }
 
 } // namespace bus::detail

@@ -31,22 +31,20 @@
 #include <random>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <variant>
 
 #include "ack_window.hpp"
 #include "amqp_session.hpp"
-#include "backoff.hpp"
 #include "bus/transport.hpp"
+#include "connection_loop.hpp"
 #include "log.hpp"
 #include "topology.hpp"
-#include "wakeup.hpp"
 
 namespace bus::detail {
 
-class consumer_pump {
+class consumer_pump final : private connection_loop::owner {
 public:
   consumer_pump(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                 std::shared_ptr<const rabbitmq_logger> log);
@@ -111,13 +109,20 @@ private:
     bool consuming = false;       // basic.consume active on `channel`
     ack_window acks;              // the deliveries of `channel` and their settlements
     clock::time_point retry_at{}; // when to re-consume after a failure
-    std::chrono::milliseconds retry_delay{0};
+    int failed_consumes = 0;      // since it last consumed: the backoff's attempt
   };
 
   // All below run on the I/O thread only.
-  void run(std::promise<result<void>> first);
-  bool connect_now();
-  void lose_session();
+
+  // connection_loop::owner
+  std::optional<std::string> session_opened(amqp_session& session) override;
+  std::string session_lost() override;
+  bool turn() override;
+  clock::time_point next_deadline() const override;
+  void stopped() override;
+  std::string back_note() const override;
+
+  [[nodiscard]] amqp_session* session() const noexcept { return loop_.session(); }
   void handle(consume_command& c);
   void handle(cancel_command& c);
   void handle(settle_command& c);
@@ -137,14 +142,11 @@ private:
   void flush_acks(link& l);
   void flush_all_acks();
   void fail_waiting(clock::time_point now);
-  std::chrono::milliseconds idle_wait(clock::time_point now) const;
   void forget_consumed(const std::string& queue);
 
   const rabbitmq_settings settings_;
   const std::shared_ptr<topology_record> record_;
   const std::shared_ptr<const rabbitmq_logger> log_;
-  wakeup wake_;
-  std::thread thread_;
 
   mutable std::mutex mutex_;
   std::deque<command> commands_;                               // guarded
@@ -152,18 +154,15 @@ private:
   std::unordered_set<std::uint64_t> live_incarnations_;        // guarded
   std::set<std::string> consumed_;                             // guarded: queues with a consumer
   bool stopping_ = false;                                      // guarded
-  std::uint64_t reconnects_ = 0;                               // guarded
+
+  // The I/O thread and its connection; after the fields it reads.
+  connection_loop loop_;
 
   // I/O thread state.
-  std::unique_ptr<amqp_session> session_;
   std::map<std::string, link> links_;
   std::deque<consume_command> waiting_; // consumes waiting for a connection
   std::uint64_t next_tag_ = 1;
   std::uint64_t next_incarnation_ = 1;
-  backoff backoff_;
-  clock::time_point next_attempt_{};
-  std::string last_failure_;
-  bool ever_connected_ = false;
   std::mt19937_64 random_{std::random_device{}()};
 };
 

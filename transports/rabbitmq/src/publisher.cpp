@@ -22,28 +22,22 @@ publisher::publisher(rabbitmq_settings settings, std::shared_ptr<topology_record
                      std::shared_ptr<const rabbitmq_logger> log)
     : settings_(std::move(settings)), levels_(settings_.delay_levels, settings_.delay_unit),
       record_(std::move(record)), log_(std::move(log)),
-      backoff_(settings_.reconnect_delay_min, settings_.reconnect_delay_max) {}
+      loop_(settings_, "publisher", "publishing connection", log_, *this) {}
 
 publisher::~publisher() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
   }
-  wake_.notify();
-  if (thread_.joinable())
-    thread_.join();
+  loop_.stop_and_join();
 }
 
 result<void> publisher::start() {
-  std::promise<result<void>> first;
-  auto connected = first.get_future();
-  thread_ = std::thread([this, p = std::move(first)]() mutable { run(std::move(p)); });
-  return connected.get();
+  return loop_.start();
 }
 
 std::uint64_t publisher::reconnects() const noexcept {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return reconnects_;
+  return loop_.reconnects();
 }
 
 void publisher::submit(request_ptr r) {
@@ -67,7 +61,7 @@ void publisher::submit(request_ptr r) {
   // ones behind it are taken with it, as the thread takes the whole queue
   // after clearing the wake-up (one write syscall per batch, not per send).
   if (first)
-    wake_.notify();
+    loop_.wake();
 }
 
 result<std::uint32_t> publisher::submit_and_wait(request_ptr r) {
@@ -167,47 +161,33 @@ result<std::uint32_t> publisher::message_count(const std::string& queue) {
 
 // ---- the I/O thread ------------------------------------------------------
 
-void publisher::run(std::promise<result<void>> first) {
-  if (!connect_now()) {
-    first.set_value(error{errc::transport_failure, last_failure_});
-    return;
-  }
-  first.set_value(result<void>{});
-  for (;;) {
-    wake_.clear();
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      if (stopping_)
-        break;
-      while (!incoming_.empty()) {
-        backlog_.push_back(std::move(incoming_.front()));
-        incoming_.pop_front();
-      }
+bool publisher::turn() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopping_)
+      return false;
+    while (!incoming_.empty()) {
+      backlog_.push_back(std::move(incoming_.front()));
+      incoming_.pop_front();
     }
-    if (session_ && !session_->alive())
-      lose_session();
-    auto now = clock::now();
-    if (!session_ && now >= next_attempt_ && !connect_now())
-      next_attempt_ = clock::now() + backoff_.next();
-    // Requests in arrival order: a declaration before the send that
-    // needs it. A request that meets a dead connection goes back to the
-    // front and waits for the next one.
-    while (session_ && session_->alive() && !blocked_ && !backlog_.empty()) {
-      auto r = std::move(backlog_.front());
-      backlog_.pop_front();
-      execute(r);
-    }
-    if (session_ && session_->alive())
-      read_frames();
-    now = clock::now();
-    expire(now);
-    if (session_ && !session_->alive())
-      continue; // reconnect at once rather than after a poll
-    wait_readable(session_ ? session_->fd() : -1, wake_.fd(), idle_wait(now));
-    if (session_)
-      amqp_maybe_release_buffers(session_->raw());
   }
-  // Stopping: whoever still waits learns it now.
+  loop_.maintain();
+  // Requests in arrival order: a declaration before the send that
+  // needs it. A request that meets a dead connection goes back to the
+  // front and waits for the next one.
+  while (session() && session()->alive() && !blocked_ && !backlog_.empty()) {
+    auto r = std::move(backlog_.front());
+    backlog_.pop_front();
+    execute(r);
+  }
+  if (session() && session()->alive())
+    read_frames();
+  expire(clock::now());
+  return true;
+}
+
+void publisher::stopped() {
+  // Whoever still waits learns it now.
   std::deque<request_ptr> left;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -221,67 +201,39 @@ void publisher::run(std::promise<result<void>> first) {
   for (auto& r : left)
     finish(r, error{errc::transport_failure,
                     "the RabbitMQ transport closed before the broker confirmed the request"});
-  session_.reset();
 }
 
-bool publisher::connect_now() {
-  auto opened = amqp_session::open(settings_, "publisher");
-  if (!opened) {
-    if (ever_connected_ && opened.error().message != last_failure_)
-      log_->warn("publishing connection: " + opened.error().message + "; retrying");
-    last_failure_ = opened.error().message;
-    return false;
-  }
-  session_ = std::move(*opened);
+std::optional<std::string> publisher::session_opened(amqp_session& s) {
   // Nothing is declared on a new connection yet, as far as this one knows.
   exchanges_declared_.clear();
   levels_declared_ = false;
   delay_bound_.clear();
   blocked_ = false;
   declare_channel_open_ = false;
-  publish_channel_ = session_->new_channel_number();
-  declare_channel_ = session_->new_channel_number();
-  amqp_status failed = session_->open_channel(publish_channel_);
+  publish_channel_ = s.new_channel_number();
+  declare_channel_ = s.new_channel_number();
+  amqp_status failed = s.open_channel(publish_channel_);
   if (!failed) {
-    amqp_confirm_select(session_->raw(), publish_channel_);
-    failed = session_->rpc_status(publish_channel_);
+    amqp_confirm_select(s.raw(), publish_channel_);
+    failed = s.rpc_status(publish_channel_);
   }
   if (!failed) {
-    failed = session_->open_channel(declare_channel_);
+    failed = s.open_channel(declare_channel_);
     declare_channel_open_ = !failed;
   }
-  if (failed) {
-    last_failure_ = "RabbitMQ at " + settings_.describe()
-                    + ": cannot open the publishing channels: " + describe(*failed);
-    session_.reset();
-    return false;
-  }
+  if (failed)
+    return "RabbitMQ at " + settings_.describe()
+           + ": cannot open the publishing channels: " + describe(*failed);
   next_seq_ = 1;
   replay_topology();
-  if (!session_->alive()) {
-    last_failure_ = "RabbitMQ at " + settings_.describe()
-                    + ": lost the connection while declaring the topology again: "
-                    + describe(session_->death());
-    session_.reset();
-    return false;
-  }
-  backoff_.reset();
-  if (ever_connected_) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    ++reconnects_;
-  }
-  if (ever_connected_)
-    log_->info("publishing connection to " + settings_.describe() + " is back");
-  ever_connected_ = true;
-  return true;
+  if (!s.alive())
+    return "RabbitMQ at " + settings_.describe()
+           + ": lost the connection while declaring the topology again: " + describe(s.death());
+  return std::nullopt;
 }
 
-void publisher::lose_session() {
-  auto why = describe(session_->death());
-  last_failure_ = "RabbitMQ at " + settings_.describe() + ": connection lost (" + why + ")";
-  log_->warn("publishing connection to " + settings_.describe() + " lost (" + why + "); "
-             + std::to_string(in_flight_.size())
-             + " unconfirmed messages will be published again once it is back");
+std::string publisher::session_lost() {
+  auto unconfirmed = in_flight_.size();
   // Publishes the broker never confirmed go out again, first and in their
   // order: the broker may have them already (at least once, not at most).
   for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it) {
@@ -289,19 +241,19 @@ void publisher::lose_session() {
     backlog_.push_front(it->second);
   }
   in_flight_.clear();
-  session_.reset();
-  next_attempt_ = clock::now() + backoff_.next();
+  return std::to_string(unconfirmed)
+         + " unconfirmed messages will be published again once it is back";
 }
 
 template <class Declare> amqp_status publisher::declare(Declare&& declare) {
   if (!declare_channel_open_) {
     // A failed declaration closed the channel (close-ok was sent): the
     // number may be opened again.
-    if (auto failed = session_->open_channel(declare_channel_))
+    if (auto failed = session()->open_channel(declare_channel_))
       return failed;
     declare_channel_open_ = true;
   }
-  auto failed = declare(*session_, declare_channel_);
+  auto failed = declare(*session(), declare_channel_);
   if (failed && failed->scope == failure_scope::channel)
     declare_channel_open_ = false;
   return failed;
@@ -352,9 +304,9 @@ void publisher::execute(const request_ptr& r) {
     case kind::publish: {
       if (!prepare_publish(r))
         return;
-      int status = r->message->publish(session_->raw(), publish_channel_, r->exchange,
+      int status = r->message->publish(session()->raw(), publish_channel_, r->exchange,
                                        r->routing_key, r->mandatory);
-      if (session_->call_status(status)) {
+      if (session()->call_status(status)) {
         retry_later();
         return;
       }
@@ -445,7 +397,7 @@ bool publisher::prepare_publish(const request_ptr& r) {
 
 void publisher::read_frames() {
   amqp_frame_t frame;
-  while (session_->alive() && session_->poll_frame(frame)) {
+  while (session()->alive() && session()->poll_frame(frame)) {
     if (frame.frame_type != AMQP_FRAME_METHOD)
       continue; // content of a return is read with its method; nothing else comes here
     switch (frame.payload.method.id) {
@@ -463,26 +415,26 @@ void publisher::read_frames() {
         on_return(frame);
         break;
       case AMQP_CHANNEL_CLOSE_METHOD: {
-        auto failure = session_->channel_closed_by_broker(frame);
+        auto failure = session()->channel_closed_by_broker(frame);
         if (frame.channel == declare_channel_) {
           declare_channel_open_ = false;
         } else {
           // The confirm channel is gone, and with it the numbering of the
           // unconfirmed publishes: start over on a new connection, which
           // publishes them again.
-          session_->kill("the broker closed the publishing channel: " + describe(failure));
+          session()->kill("the broker closed the publishing channel: " + describe(failure));
         }
         break;
       }
       case AMQP_CONNECTION_CLOSE_METHOD:
-        session_->connection_closed_by_broker(frame);
+        session()->connection_closed_by_broker(frame);
         break;
       case AMQP_CONNECTION_BLOCKED_METHOD: {
         auto* blocked = static_cast<amqp_connection_blocked_t*>(frame.payload.method.decoded);
         blocked_ = true;
-        last_failure_ = "RabbitMQ at " + settings_.describe() + " blocks publishing ("
-                        + text_of(blocked->reason) + ")";
-        log_->warn(last_failure_ + ": sends wait, and fail after "
+        loop_.note_failure("RabbitMQ at " + settings_.describe() + " blocks publishing ("
+                           + text_of(blocked->reason) + ")");
+        log_->warn(loop_.last_failure() + ": sends wait, and fail after "
                    + ms_text(settings_.operation_timeout));
         break;
       }
@@ -534,7 +486,7 @@ void publisher::on_return(const amqp_frame_t& frame) {
   auto routing_key = text_of(ret->routing_key);
   auto why = std::to_string(ret->reply_code) + " " + text_of(ret->reply_text);
   amqp_message_t content;
-  if (session_->read_content(frame.channel, content))
+  if (session()->read_content(frame.channel, content))
     return;
   std::string message_id;
   if (content.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
@@ -566,29 +518,18 @@ void publisher::expire(clock::time_point now) {
     backlog_.pop_front();
     finish(r, error{errc::transport_failure,
                     (blocked_ ? "waited " : "no connection to RabbitMQ for ")
-                        + ms_text(settings_.operation_timeout) + ": " + last_failure_});
+                        + ms_text(settings_.operation_timeout) + ": " + loop_.last_failure()});
   }
 }
 
-std::chrono::milliseconds publisher::idle_wait(clock::time_point now) const {
-  // Heartbeats are sent and checked only inside rabbitmq-c calls: come back
-  // well within a heartbeat interval even when idle.
-  std::chrono::milliseconds wait = std::chrono::seconds(1);
-  if (settings_.heartbeat.count() > 0)
-    wait = std::min<std::chrono::milliseconds>(wait, settings_.heartbeat / 4);
-  auto until = [&](clock::time_point t) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - now)
-                + std::chrono::milliseconds(1);
-    wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
-  };
-  if (!session_)
-    until(next_attempt_);
+publisher::clock::time_point publisher::next_deadline() const {
   // The earliest deadlines are at the fronts (see expire).
+  auto next = clock::time_point::max();
   if (!in_flight_.empty())
-    until(in_flight_.begin()->second->deadline);
+    next = std::min(next, in_flight_.begin()->second->deadline);
   if (!backlog_.empty())
-    until(backlog_.front()->deadline);
-  return wait;
+    next = std::min(next, backlog_.front()->deadline);
+  return next;
 }
 
 } // namespace bus::detail

@@ -14,9 +14,10 @@
 // instead of queueing behind each other's confirms, and requests from one
 // thread are carried out in the order they were made.
 //
-// After a connection loss the thread reconnects with backoff, declares the
-// recorded topology again, and republishes what was not confirmed (at least
-// once: the broker may have taken it before the connection died).
+// After a connection loss the thread reconnects with backoff (its
+// connection_loop), declares the recorded topology again, and republishes
+// what was not confirmed (at least once: the broker may have taken it before
+// the connection died).
 #pragma once
 
 #include <chrono>
@@ -31,20 +32,18 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "amqp_message.hpp"
 #include "amqp_session.hpp"
-#include "backoff.hpp"
 #include "bus/transport.hpp"
+#include "connection_loop.hpp"
 #include "delay_levels.hpp"
 #include "log.hpp"
 #include "topology.hpp"
-#include "wakeup.hpp"
 
 namespace bus::detail {
 
-class publisher {
+class publisher final : private connection_loop::owner {
 public:
   publisher(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
             std::shared_ptr<const rabbitmq_logger> log);
@@ -114,9 +113,15 @@ private:
   void finish(const request_ptr& r, result<std::uint32_t> outcome);
 
   // All below run on the I/O thread only.
-  void run(std::promise<result<void>> first);
-  bool connect_now();
-  void lose_session();
+
+  // connection_loop::owner
+  std::optional<std::string> session_opened(amqp_session& session) override;
+  std::string session_lost() override;
+  bool turn() override;
+  clock::time_point next_deadline() const override;
+  void stopped() override;
+
+  [[nodiscard]] amqp_session* session() const noexcept { return loop_.session(); }
   void execute(const request_ptr& r);
   bool prepare_publish(const request_ptr& r);
   // Runs `declare` on the declaration channel, reopening it if a failed
@@ -127,22 +132,20 @@ private:
   void on_confirm(std::uint64_t tag, bool multiple, bool ack);
   void on_return(const amqp_frame_t& frame);
   void expire(clock::time_point now);
-  std::chrono::milliseconds idle_wait(clock::time_point now) const;
 
   const rabbitmq_settings settings_;
   const delay_levels levels_;
   const std::shared_ptr<topology_record> record_;
   const std::shared_ptr<const rabbitmq_logger> log_;
-  wakeup wake_;
-  std::thread thread_;
 
   mutable std::mutex mutex_;
   std::deque<request_ptr> incoming_; // guarded
   bool stopping_ = false;            // guarded
-  std::uint64_t reconnects_ = 0;     // guarded
+
+  // The I/O thread and its connection; after the fields it reads.
+  connection_loop loop_;
 
   // I/O thread state.
-  std::unique_ptr<amqp_session> session_;
   amqp_channel_t publish_channel_ = 0;
   amqp_channel_t declare_channel_ = 0;
   bool declare_channel_open_ = false;
@@ -159,10 +162,6 @@ private:
   std::set<std::string> exchanges_declared_;       // on this session
   bool levels_declared_ = false;                   // on this session
   std::set<std::string> delay_bound_;              // on this session
-  backoff backoff_;
-  clock::time_point next_attempt_{};
-  std::string last_failure_;
-  bool ever_connected_ = false;
 };
 
 } // namespace bus::detail

@@ -3,13 +3,11 @@
 #include <string>
 
 #include "amqp_bytes.hpp"
-#include "bus/header_names.hpp"
 
-namespace bus::ctl::detail {
+namespace bus::detail {
 
 namespace {
 
-using bus::detail::text_of;
 using json = nlohmann::json;
 
 json table_to_json(const amqp_table_t& t) {
@@ -90,23 +88,17 @@ json properties_to_json(const amqp_basic_properties_t& p) {
   return out;
 }
 
-queued_message to_queued_message(const amqp_message_t& m, std::size_t position,
-                                 bool redelivered) {
-  queued_message out;
-  out.position = position;
+rabbitmq_queued_message to_queued_message(const amqp_message_t& m, bool redelivered) {
+  rabbitmq_queued_message out;
   out.redelivered = redelivered;
   const auto& p = m.properties;
   if (p._flags & AMQP_BASIC_HEADERS_FLAG)
     for (int i = 0; i < p.headers.num_entries; ++i)
       out.headers.push_back(
-        header_field{text_of(p.headers.entries[i].key), field_to_json(p.headers.entries[i].value)});
+        rabbitmq_header{text_of(p.headers.entries[i].key), field_to_json(p.headers.entries[i].value)});
   out.properties = properties_to_json(p);
   out.body = text_of(m.body);
-  if (auto id = header_text(out, header::message_id); id && !id->empty())
-    out.id = *id;
-  else if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
-    out.id = text_of(p.message_id);
   return out;
 }
 
-} // namespace bus::ctl::detail
+} // namespace bus::detail
