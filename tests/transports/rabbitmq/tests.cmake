@@ -92,6 +92,7 @@ set_tests_properties("rabbitmq_restart: stop the restarted broker" PROPERTIES
 
 add_executable(rabbitmq_fault_tests
   ${CMAKE_CURRENT_LIST_DIR}/consumer_kill_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/poison_message_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/broker_restart_test.cpp
   $<TARGET_OBJECTS:bus_catch_main>)
 target_link_libraries(rabbitmq_fault_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
@@ -104,7 +105,7 @@ add_dependencies(rabbitmq_fault_tests rabbitmq_fault_worker)
 # The kill test on the shared broker; the restart test on its own. A
 # restart takes 10 s on an idle machine and can take a minute on a loaded
 # one: hence the longer timeout.
-catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[kill]" TEST_PREFIX "rabbitmq_fault_tests: "
+catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[kill],[poison]" TEST_PREFIX "rabbitmq_fault_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_broker_dir}"
              TIMEOUT 120)
