@@ -306,7 +306,24 @@ void run_case(victim which) {
         60s);
     INFO("now confirmed " << sender.confirmed_count() << ", handled " << record.total()
                           << ", refused " << sender.refused().size());
-    REQUIRE(carried_on);
+    if (!carried_on) {
+      // Diagnosis: does a new connection get its send confirmed?
+      bus::test::log_capture probe_log;
+      auto probe = bus::test::connect_transport(cluster_settings(2, "probe", probe_log));
+      bus::envelope e;
+      e.message_id = "probe-after-stall";
+      e.message_type = type;
+      e.sent_at = std::chrono::system_clock::now();
+      e.body = bus::message_body::text(nlohmann::json(cluster_probe{"probe", false, false}).dump());
+      auto t0 = std::chrono::steady_clock::now();
+      auto sent = probe->send(endpoint, e);
+      INFO("a new connection's send: " << (sent ? "confirmed" : to_string(sent.error())) << " in "
+                                       << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - t0)
+                                              .count()
+                                       << " ms");
+      REQUIRE(carried_on);
+    }
     sender.stop();
     confirmed = sender.confirmed();
     refused = sender.refused();
@@ -433,9 +450,11 @@ void run_case(victim which) {
 
 // NOT PASSING YET, so hidden ([.]: ctest does not discover it; run it with
 // rabbitmq_cluster_tests "[cluster-fault]"). After the kill both transports
-// log "is back" on another node, yet the producer's bus.send never gets its
-// confirm and the handler gets nothing more (the transport-level test below,
-// with sends in flight at the kill, passes). Unresolved; see the report.
+// log "is back" on another node, yet the new publishing channel's sends to
+// the quorum queue are nacked over and over (4,975 in 60 s), while a send on
+// a fresh connection is confirmed at once: the transport would need to
+// reopen its publishing channel on a nack (publisher.cpp, not in this
+// branch). The transport-level test below passes.
 TEST_CASE("kill -9 of the node the bus is connected to: the bus fails over to the next node and "
           "every confirmed message ends once, handled or on the error queue",
           "[.][rabbitmq][bus][cluster-fault]") {

@@ -109,18 +109,16 @@ amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std
     args.add("x-queue-type", "quorum");
     // The broker's own limit, explicit (RabbitMQ 4.0 would otherwise apply
     // 20 and drop), dead-lettering through the default exchange straight
-    // into the error queue. Not at-least-once: that strategy needs
-    // x-overflow=reject-publish, and with it RabbitMQ 3.10 nacked every
-    // publish to the queue after a cluster node was killed (3,616 in 60 s in
-    // the cluster test; likely cause, not checked in the broker's source:
-    // a channel whose enqueuer registration with the queue's old leader
-    // timed out rejects from then on). So a
-    // delivery-limit dead-letter is at most once: it is lost only if the
-    // leader dies in the instant between the limit and the error queue.
+    // into the error queue. At-least-once: the message leaves this queue
+    // only once the error queue has it; that needs reject-publish overflow
+    // (no length limit is set, so nothing is refused for being full), or
+    // the broker silently falls back to at-most-once.
     target = dead_letter_queue(queue, settings);
     args.add("x-delivery-limit", settings.delivery_limit);
     args.add("x-dead-letter-exchange", "");
     args.add("x-dead-letter-routing-key", target);
+    args.add("x-dead-letter-strategy", "at-least-once");
+    args.add("x-overflow", "reject-publish");
   }
   amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/0, /*durable=*/1, /*exclusive=*/0,
                      /*auto_delete=*/0, args.table());

@@ -82,9 +82,8 @@ struct rabbitmq_settings {
   rabbitmq_queue_type queue_type = rabbitmq_queue_type::classic;
 
   // Quorum queues only: every endpoint, error and skipped queue is declared
-  // with x-delivery-limit = delivery_limit and dead-letters (through the
-  // default exchange; docs/rabbitmq.md says why not at-least-once) to the
-  // endpoint's error queue, the queue
+  // with x-delivery-limit = delivery_limit and dead-letters (at least once,
+  // x-overflow=reject-publish) to the endpoint's error queue, the queue
   // name with `error_queue_suffix` appended (the bus's default error queue;
   // a skipped queue, a name ending in skipped_queue_suffix, to the error
   // queue of its endpoint; an error queue into itself). An endpoint with an
