@@ -19,6 +19,26 @@
 #                                           DIR/restart for the node DIR/node.env
 #                                           describes (start does it; for tests of the file)
 #
+# A three-node cluster on this machine (issue 15): nodes DIR/node1..3, each
+# with its own name, ports and data, one Erlang cookie and one private epmd,
+# node2 and node3 joined to node1 with rabbitmqctl join_cluster.
+#   rabbitmq-test-broker.sh cluster-start DIR    start it (wipes DIR first), write
+#                                                DIR/broker.env (below)
+#   rabbitmq-test-broker.sh cluster-stop DIR     stop every node; remove DIR
+#   rabbitmq-test-broker.sh cluster-kill DIR N   kill -9 node N (1..3): no shutdown,
+#                                                as a crashed machine
+#   rabbitmq-test-broker.sh cluster-revive DIR N start node N again on its data; it
+#                                                rejoins the cluster by itself
+#   rabbitmq-test-broker.sh cluster-leader DIR Q [VHOST]
+#                                                the number (1..3) of the node that
+#                                                leads quorum queue Q
+#   rabbitmq-test-broker.sh cluster-ctl DIR ARGS..  rabbitmqctl on a node that answers
+# Its broker.env: BUS_RABBITMQ_URL lists all three nodes
+# (amqp://guest:guest@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/), BUS_RABBITMQ_NODE<N>_URL
+# each node alone, and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
+# BUS_RABBITMQ_KILL (DIR/kill N), BUS_RABBITMQ_REVIVE (DIR/revive N),
+# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]).
+#
 # DIR/broker.env (KEY=VALUE lines, read by the tests; `source DIR/broker.env`
 # in bash sets them too: a value with anything a shell would read specially,
 # such as a space or a quote, is written in single quotes):
@@ -266,9 +286,164 @@ EOF
   say "ready: ${RABBITMQ_NODENAME}, amqp://127.0.0.1:${NODE_PORT}/"
 }
 
+# ---- the cluster ------------------------------------------------------------
+
+cluster_nodes=(1 2 3)
+
+cluster_node_dir() { printf '%s/node%s\n' "$1" "$2"; }
+
+node_name_of() { (source "$1/node.env" && printf '%s' "${RABBITMQ_NODENAME}"); }
+
+# The number of a node that answers the CLI.
+cluster_running_node() {
+  local dir=$1 n
+  for n in "${cluster_nodes[@]}"; do
+    if ctl "$(cluster_node_dir "${dir}" "${n}")" -q status >/dev/null 2>&1; then
+      printf '%s\n' "${n}"
+      return 0
+    fi
+  done
+  die "no node of the cluster in ${dir} answers"
+}
+
+cluster_write_env() {
+  local dir=$1 n hosts=() node_urls=()
+  for n in "${cluster_nodes[@]}"; do
+    # shellcheck disable=SC1091
+    source "$(cluster_node_dir "${dir}" "${n}")/node.env"
+    hosts+=("127.0.0.1:${NODE_PORT}")
+    node_urls+=("amqp://guest:guest@127.0.0.1:${NODE_PORT}/")
+  done
+  write_command "${dir}" ctl cluster-ctl
+  write_command "${dir}" kill cluster-kill
+  write_command "${dir}" revive cluster-revive
+  write_command "${dir}" leader cluster-leader
+  local joined
+  joined=$(IFS=,; printf '%s' "${hosts[*]}")
+  {
+    env_line BUS_RABBITMQ_URL "amqp://guest:guest@${joined}/"
+    env_line BUS_RABBITMQ_NODE1_URL "${node_urls[0]}"
+    env_line BUS_RABBITMQ_NODE2_URL "${node_urls[1]}"
+    env_line BUS_RABBITMQ_NODE3_URL "${node_urls[2]}"
+    env_line BUS_RABBITMQ_CTL "${dir}/ctl"
+    env_line BUS_RABBITMQ_KILL "${dir}/kill"
+    env_line BUS_RABBITMQ_REVIVE "${dir}/revive"
+    env_line BUS_RABBITMQ_LEADER "${dir}/leader"
+  } >"${dir}/broker.env"
+}
+
+cluster_stop() {
+  local dir=$1 n
+  for n in "${cluster_nodes[@]}"; do
+    stop_node "$(cluster_node_dir "${dir}" "${n}")" &
+  done
+  wait
+}
+
+# Three nodes with their own names, ports and data; one cookie and one
+# private epmd (nodes find each other through it), so they can cluster.
+cluster_prepare() {
+  local dir=$1 epmd cookie tag n nd
+  epmd=$(free_port)
+  cookie=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')
+  tag="bus-cluster-$$-${RANDOM}"
+  for n in "${cluster_nodes[@]}"; do
+    nd=$(cluster_node_dir "${dir}" "${n}")
+    rm -rf "${nd}"
+    mkdir -p "${nd}"
+    make_certs "${nd}"
+    {
+      printf 'RABBITMQ_NODENAME=%s-%s@localhost\n' "${tag}" "${n}"
+      printf 'NODE_PORT=%s\nTLS_PORT=%s\nDIST_PORT=%s\n' "$(free_port)" "$(free_port)" "$(free_port)"
+      printf 'EPMD_PORT=%s\n' "${epmd}"
+    } >"${nd}/node.env"
+    printf '%s' "${cookie}" >"${nd}/.erlang.cookie"
+    chmod 400 "${nd}/.erlang.cookie"
+    (node_env "${nd}" && write_config "${nd}")
+  done
+}
+
+# Boots the three at once (about as long as one), then joins 2 and 3 to 1.
+cluster_boot() {
+  local dir=$1 n nd pids=() ok=0 first
+  for n in "${cluster_nodes[@]}"; do
+    launch_node "$(cluster_node_dir "${dir}" "${n}")" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "${pid}" || ok=1; done
+  ((ok == 0)) || return 1
+  first=$(node_name_of "$(cluster_node_dir "${dir}" 1)")
+  for n in 2 3; do
+    nd=$(cluster_node_dir "${dir}" "${n}")
+    { ctl "${nd}" -q stop_app && ctl "${nd}" -q join_cluster "${first}" &&
+      ctl "${nd}" -q start_app; } >>"${nd}/start.out" 2>&1 || return 1
+  done
+}
+
+cluster_start() {
+  local dir=$1 attempt n
+  [[ -x "${RABBIT_BIN}/rabbitmq-server" ]] ||
+    die "rabbitmq-server is not installed (apt-get install rabbitmq-server)"
+  command -v openssl >/dev/null || die "openssl is not installed (apt-get install openssl)"
+  mkdir -p "${dir}"
+  dir=$(cd "${dir}" && pwd)
+  cluster_stop "${dir}"
+  rm -rf "${dir:?}"/*
+  for attempt in 1 2 3; do
+    cluster_prepare "${dir}"
+    cluster_boot "${dir}" && break
+    say "the cluster did not start (attempt ${attempt}):"
+    for n in "${cluster_nodes[@]}"; do
+      tail -n 10 "$(cluster_node_dir "${dir}" "${n}")/start.out" 2>/dev/null | sed 's/^/    /' >&2 || true
+    done
+    cluster_stop "${dir}"
+    ((attempt < 3)) || die "giving up: no cluster, so the RabbitMQ cluster tests cannot run"
+  done
+  cluster_write_env "${dir}"
+  say "cluster ready: $(grep '^BUS_RABBITMQ_URL=' "${dir}/broker.env" | cut -d= -f2-)"
+}
+
+# SIGKILL, as a crashed machine: no shutdown, no goodbye to the peers.
+cluster_kill() {
+  local dir=$1 n=$2 nd pid
+  nd=$(cluster_node_dir "${dir}" "${n}")
+  [[ -f "${nd}/node.env" ]] || die "no node ${n} in ${dir}"
+  pid=$(cat "${nd}/mnesia/$(node_name_of "${nd}").pid" 2>/dev/null) ||
+    die "node ${n} has no pid file: not running?"
+  kill -9 "${pid}" 2>/dev/null || die "node ${n} (pid ${pid}) was not running"
+  while kill -0 "${pid}" 2>/dev/null; do sleep 0.05; done
+  rm -f "${nd}/mnesia/$(node_name_of "${nd}").pid"
+  say "killed node ${n} (pid ${pid}) with SIGKILL"
+}
+
+# Starts a killed node again on its data; it rejoins the cluster by itself.
+cluster_revive() {
+  local dir=$1 n=$2 nd
+  nd=$(cluster_node_dir "${dir}" "${n}")
+  [[ -f "${nd}/node.env" ]] || die "no node ${n} in ${dir}"
+  launch_node "${nd}" >/dev/null || die "node ${n} did not come back"
+  say "node ${n} is back"
+}
+
+# The node (1..3) that leads quorum queue Q, from `list_queues name leader`.
+cluster_leader() {
+  local dir=$1 queue=$2 vhost=${3:-/} any leader n
+  any=$(cluster_running_node "${dir}")
+  leader=$(ctl "$(cluster_node_dir "${dir}" "${any}")" -q list_queues -p "${vhost}" name leader \
+    --no-table-headers | awk -v q="${queue}" '$1 == q { print $2 }')
+  [[ -n "${leader}" ]] || die "no quorum queue '${queue}' in vhost '${vhost}'"
+  for n in "${cluster_nodes[@]}"; do
+    if [[ "$(node_name_of "$(cluster_node_dir "${dir}" "${n}")")" == "${leader}" ]]; then
+      printf '%s\n' "${n}"
+      return 0
+    fi
+  done
+  die "queue '${queue}' is led by '${leader}', not a node of ${dir}"
+}
+
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
@@ -285,5 +460,20 @@ case "${cmd}" in
     [[ -f "${dir}/node.env" ]] || die "no ${dir}/node.env: nothing to describe"
     write_env "$(cd "${dir}" && pwd)"
     ;;
-  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env)" ;;
+  cluster-start) cluster_start "${dir}" ;;
+  cluster-stop)
+    [[ -d "${dir}" ]] || exit 0
+    dir=$(cd "${dir}" && pwd)
+    cluster_stop "${dir}"
+    say "stopped the cluster in ${dir}"
+    rm -rf "${dir:?}"
+    ;;
+  cluster-kill) cluster_kill "$(cd "${dir}" && pwd)" "${1:?which node (1..3)?}" ;;
+  cluster-revive) cluster_revive "$(cd "${dir}" && pwd)" "${1:?which node (1..3)?}" ;;
+  cluster-leader) cluster_leader "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:-/}" ;;
+  cluster-ctl)
+    dir=$(cd "${dir}" && pwd)
+    ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
+    ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-ctl)" ;;
 esac

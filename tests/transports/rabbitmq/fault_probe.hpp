@@ -19,12 +19,17 @@ namespace bus::test {
 // next one succeeds. Deterministic whatever happens to the process: the
 // delivery count travels with the message on the broker, and a delivery
 // that starts over after a crash fails the same attempts again.
+// A probe with crash_process set ends the worker process itself (_Exit,
+// no cleanup, as a segfault would) in every delivery, before any attempt:
+// a poison message only the broker's delivery limit stops.
 struct fault_probe {
   std::string id;
   int failing_deliveries = 0;
   int failing_attempts = 0;
+  bool crash_process = false;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(fault_probe, id, failing_deliveries, failing_attempts)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(fault_probe, id, failing_deliveries, failing_attempts,
+                                   crash_process)
 
 // The worker's policy: on_any().retry(3, 300 ms).then_redeliver({1 s, 1.5 s}),
 // without jitter. A delivery that fails for good holds its slot for three

@@ -8,7 +8,8 @@
 // fault_probe. It writes "ready" to the ledger once it consumes, and runs
 // until SIGTERM or SIGINT: then it stops the bus (draining what is in
 // flight) and writes its counters as a "stats" line. The test kills the
-// first instance with SIGKILL, which leaves no chance for any of that.
+// first instance with SIGKILL, which leaves no chance for any of that. A
+// probe with crash_process set makes it exit at once with status 3.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -113,6 +114,10 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
         e.slots(slots).handle<fault_probe>([&](const fault_probe& m, bus::handler_context& ctx) {
           // The bus's message id, not the probe's: the test matches events,
           // attempts and the error queue by the id it sent.
+          if (m.crash_process) {
+            ledger.write("crash", ctx.message_id(), ctx.delivery_count(), ctx.attempt());
+            std::_Exit(3); // no stop, no ack: the broker returns the delivery
+          }
           bool fails = static_cast<int>(ctx.delivery_count()) < m.failing_deliveries
                        || (static_cast<int>(ctx.delivery_count()) == m.failing_deliveries
                            && ctx.attempt() <= m.failing_attempts);

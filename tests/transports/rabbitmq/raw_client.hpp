@@ -1,7 +1,8 @@
 // A foreign publisher: puts a message on a queue with rabbitmq-c directly,
 // with whatever headers and body a test wants, as a client that knows
 // nothing of the bus would. Waits for the broker's confirm, so the message
-// is in the queue when it returns.
+// is in the queue when it returns. And a foreign reader (raw_get) that
+// sees the broker's own headers, x-death among them.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +74,92 @@ inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
   }
   amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
   amqp_destroy_connection(conn);
+}
+
+// What a foreign reader sees of a message: the broker's own headers (the
+// transport hides every x- header), as text; integers printed in decimal.
+struct raw_got {
+  bool found = false;
+  std::string message_id;
+  std::map<std::string, std::string> headers; // top level, strings and integers
+  std::vector<std::string> death_reasons;     // x-death[i].reason, newest first
+  std::vector<std::string> death_queues;      // x-death[i].queue
+};
+
+// basic.get of one message from `queue`, acknowledged (removed) if `ack`,
+// else requeued. Waits for nothing: found is false on an empty queue.
+inline raw_got raw_get(const rabbitmq_settings& s, const std::string& queue, bool ack) {
+  auto check = [](amqp_rpc_reply_t r, const char* what) {
+    if (r.reply_type != AMQP_RESPONSE_NORMAL)
+      FAIL("raw client: " << what << " failed (reply type " << r.reply_type << ")");
+  };
+  auto text = [](amqp_bytes_t b) { return std::string(static_cast<char*>(b.bytes), b.len); };
+  auto value_text = [&](const amqp_field_value_t& v) -> std::string {
+    switch (v.kind) {
+      case AMQP_FIELD_KIND_UTF8:
+      case AMQP_FIELD_KIND_BYTES:
+        return text(v.value.bytes);
+      case AMQP_FIELD_KIND_I64:
+        return std::to_string(v.value.i64);
+      case AMQP_FIELD_KIND_I32:
+        return std::to_string(v.value.i32);
+      case AMQP_FIELD_KIND_U64:
+        return std::to_string(v.value.u64);
+      default:
+        return "<kind " + std::to_string(v.kind) + ">";
+    }
+  };
+  amqp_connection_state_t conn = amqp_new_connection();
+  amqp_socket_t* socket = amqp_tcp_socket_new(conn);
+  REQUIRE(amqp_socket_open(socket, s.host.c_str(), s.port) == AMQP_STATUS_OK);
+  check(amqp_login(conn, s.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, s.user.c_str(),
+                   s.password.c_str()),
+        "login");
+  amqp_channel_open(conn, 1);
+  check(amqp_get_rpc_reply(conn), "channel.open");
+  raw_got out;
+  amqp_rpc_reply_t got = amqp_basic_get(conn, 1, amqp_cstring_bytes(queue.c_str()), /*no_ack=*/0);
+  check(got, "basic.get");
+  if (got.reply.id == AMQP_BASIC_GET_OK_METHOD) {
+    auto tag = static_cast<amqp_basic_get_ok_t*>(got.reply.decoded)->delivery_tag;
+    amqp_message_t m;
+    check(amqp_read_message(conn, 1, &m, 0), "reading the message");
+    out.found = true;
+    const auto& p = m.properties;
+    if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+      out.message_id = text(p.message_id);
+    if (p._flags & AMQP_BASIC_HEADERS_FLAG) {
+      for (int i = 0; i < p.headers.num_entries; ++i) {
+        const auto& e = p.headers.entries[i];
+        auto key = text(e.key);
+        if (key == "x-death" && e.value.kind == AMQP_FIELD_KIND_ARRAY) {
+          const auto& deaths = e.value.value.array;
+          for (int d = 0; d < deaths.num_entries; ++d) {
+            if (deaths.entries[d].kind != AMQP_FIELD_KIND_TABLE)
+              continue;
+            const auto& death = deaths.entries[d].value.table;
+            for (int f = 0; f < death.num_entries; ++f) {
+              auto field = text(death.entries[f].key);
+              if (field == "reason")
+                out.death_reasons.push_back(value_text(death.entries[f].value));
+              else if (field == "queue")
+                out.death_queues.push_back(value_text(death.entries[f].value));
+            }
+          }
+        } else {
+          out.headers[key] = value_text(e.value);
+        }
+      }
+    }
+    amqp_destroy_message(&m);
+    if (ack)
+      REQUIRE(amqp_basic_ack(conn, 1, tag, 0) == AMQP_STATUS_OK);
+    else
+      REQUIRE(amqp_basic_reject(conn, 1, tag, /*requeue=*/1) == AMQP_STATUS_OK);
+  }
+  amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(conn);
+  return out;
 }
 
 } // namespace bus::test

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bus/rabbitmq_settings.hpp"
+#include "topology.hpp" // dead_letter_queue
 
 using namespace std::chrono_literals;
 
@@ -185,4 +186,49 @@ TEST_CASE("settings come from the first URL line of a file", "[rabbitmq][setting
   auto missing = bus::rabbitmq_settings_from_file(path);
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.error().message, Catch::Contains("cannot read"));
+}
+
+TEST_CASE("a URL lists a cluster's nodes: the first is host:port, the others fail over",
+          "[rabbitmq][settings][cluster]") {
+  auto s = parsed("amqp://u:p@h1:5673,h2,[::1]:5680/orders?heartbeat=3");
+  CHECK(s.host == "h1");
+  CHECK(s.port == 5673);
+  REQUIRE(s.failover_nodes.size() == 2);
+  CHECK(s.failover_nodes[0].host == "h2");
+  CHECK(s.failover_nodes[0].port == 5672); // the scheme's default, not h1's port
+  CHECK(s.failover_nodes[1].host == "::1");
+  CHECK(s.failover_nodes[1].port == 5680);
+  CHECK(s.vhost == "orders");
+  CHECK(s.heartbeat == 3s);
+  auto order = s.nodes();
+  REQUIRE(order.size() == 3);
+  CHECK(order[0].host == "h1");
+  CHECK(order[2].port == 5680);
+  CHECK(s.describe() == "amqp://u@h1:5673,h2:5672,[::1]:5680/orders");
+  CHECK(parsed("amqps://a,b").failover_nodes.at(0).port == 5671);
+  CHECK_THAT(refusal("amqp://h1,,h2"), Catch::Contains("empty host"));
+  CHECK_THAT(refusal("amqp://h1,h2:0"), Catch::Contains("port '0'"));
+  CHECK_THAT(refusal("amqp://u:hunter2@h1,:5672"), !Catch::Contains("hunter2"));
+}
+
+TEST_CASE("quorum queues take an explicit delivery limit and an error queue suffix",
+          "[rabbitmq][settings][quorum]") {
+  auto s = parsed("amqp://mq?queue_type=quorum&delivery_limit=3&error_queue_suffix=.err");
+  CHECK(s.delivery_limit == 3);
+  CHECK(s.error_queue_suffix == ".err");
+  CHECK(parsed("amqp://mq?queue_type=quorum").delivery_limit == 20);
+  CHECK_THAT(refusal("amqp://mq?queue_type=quorum&delivery_limit=0"),
+             Catch::Contains("delivery_limit must be at least 1"));
+  CHECK_THAT(refusal("amqp://mq?delivery_limit=many"), Catch::Contains("whole number"));
+}
+
+TEST_CASE("a quorum queue dead-letters to its endpoint's error queue at the delivery limit",
+          "[rabbitmq][settings][quorum]") {
+  bus::rabbitmq_settings s;
+  CHECK(bus::detail::dead_letter_queue("billing", s) == "billing_error");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing_error");
+  CHECK(bus::detail::dead_letter_queue("billing_error", s) == "billing_error");
+  s.error_queue_suffix = ".errors";
+  CHECK(bus::detail::dead_letter_queue("billing", s) == "billing.errors");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing.errors");
 }

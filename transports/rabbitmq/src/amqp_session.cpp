@@ -95,8 +95,34 @@ error to_error(const amqp_failure& f, const std::string& context) {
   return error{code, context + ": " + describe(f)};
 }
 
-result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings& s,
+result<std::unique_ptr<amqp_session>> amqp_session::open(const rabbitmq_settings& settings,
                                                          const std::string& role) {
+  // Failover: every node in the settings' order, the first that logs in
+  // wins. A refused node costs a refused TCP connect; one that does not
+  // answer costs connect_timeout. Nothing else changes between nodes, so
+  // the caller's backoff runs between whole rounds, not between nodes.
+  auto nodes = settings.nodes();
+  if (nodes.size() == 1)
+    return open_node(settings, role);
+  std::string failures;
+  for (const auto& node : nodes) {
+    auto one = settings;
+    one.host = node.host;
+    one.port = node.port;
+    one.failover_nodes.clear();
+    auto opened = open_node(one, role);
+    if (opened)
+      return opened;
+    // A refused login or a bad certificate would be the same on every node
+    // of the cluster; still, the next one may be configured differently.
+    failures += (failures.empty() ? "" : "; ") + opened.error().message;
+  }
+  return error{errc::transport_failure,
+               "no node of the cluster " + settings.describe() + " took the connection: " + failures};
+}
+
+result<std::unique_ptr<amqp_session>> amqp_session::open_node(const rabbitmq_settings& s,
+                                                              const std::string& role) {
   auto where = "RabbitMQ at " + s.describe();
   auto fail = [&](amqp_connection_state_t conn,
                   std::string why) -> result<std::unique_ptr<amqp_session>> {

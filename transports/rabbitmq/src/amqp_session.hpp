@@ -43,7 +43,9 @@ public:
   // connect_timeout, with heartbeats and an RPC timeout of
   // operation_timeout. `role` completes the connection name the broker shows.
   // Errors are errc::transport_failure with a message that names the broker
-  // (password redacted) and the likely cause.
+  // (password redacted) and the likely cause. With failover nodes, tries
+  // each node in the order of settings.nodes() and connects to the first
+  // that logs in; the error then lists why each one failed.
   [[nodiscard]] static result<std::unique_ptr<amqp_session>> open(const rabbitmq_settings& settings,
                                                                   const std::string& role);
 
@@ -92,6 +94,9 @@ public:
 
 private:
   explicit amqp_session(amqp_connection_state_t conn) : conn_(conn) {}
+  // open() for the single node host:port of `settings`.
+  static result<std::unique_ptr<amqp_session>> open_node(const rabbitmq_settings& settings,
+                                                         const std::string& role);
   amqp_failure die(amqp_failure f);
 
   amqp_connection_state_t conn_ = nullptr;

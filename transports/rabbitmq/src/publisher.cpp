@@ -267,7 +267,7 @@ void publisher::replay_topology() {
   };
   for (const auto& q : record.queues)
     if (auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-          return declare_endpoint_queue(s, ch, q, settings_.queue_type);
+          return declare_endpoint_queue(s, ch, q, settings_);
         }))
       warn(*failed, "queue '" + q + "'");
   for (const auto& [q, type] : record.subscriptions) {
@@ -315,7 +315,7 @@ void publisher::execute(const request_ptr& r) {
     }
     case kind::declare_queue: {
       auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-        return declare_endpoint_queue(s, ch, r->queue, settings_.queue_type);
+        return declare_endpoint_queue(s, ch, r->queue, settings_);
       });
       if (failed && failed->scope == failure_scope::connection)
         return retry_later();

@@ -148,10 +148,24 @@ std::string apply_query(rabbitmq_settings& s, const std::string& key, const std:
     s.connection_name = value;
     return {};
   }
+  if (key == "delivery_limit") {
+    if (!parse_number(value, s.delivery_limit))
+      return "delivery_limit=" + value + " is not a whole number";
+    return {};
+  }
+  if (key == "error_queue_suffix") {
+    s.error_queue_suffix = value;
+    return {};
+  }
+  if (key == "skipped_queue_suffix") {
+    s.skipped_queue_suffix = value;
+    return {};
+  }
   return "unknown parameter '" + key
          + "' (known: heartbeat, connection_timeout, operation_timeout, cacertfile, certfile, "
            "keyfile, verify, verify_hostname, queue_type, delay_unit, delay_levels, "
-           "reconnect_delay_min, reconnect_delay_max, connection_name)";
+           "reconnect_delay_min, reconnect_delay_max, connection_name, delivery_limit, "
+           "error_queue_suffix, skipped_queue_suffix)";
 }
 
 } // namespace
@@ -177,11 +191,23 @@ std::string redact_url(std::string_view url) {
   return out;
 }
 
+std::vector<rabbitmq_node> rabbitmq_settings::nodes() const {
+  std::vector<rabbitmq_node> out{rabbitmq_node{host, port}};
+  out.insert(out.end(), failover_nodes.begin(), failover_nodes.end());
+  return out;
+}
+
 std::string rabbitmq_settings::describe() const {
   std::string out = tls ? "amqps://" : "amqp://";
   out += percent_encode(user) + "@";
-  out += host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  out += ":" + std::to_string(port) + "/" + percent_encode(vhost);
+  bool first = true;
+  for (const auto& n : nodes()) {
+    out += first ? "" : ",";
+    first = false;
+    out += n.host.find(':') != std::string::npos ? "[" + n.host + "]" : n.host;
+    out += ":" + std::to_string(n.port);
+  }
+  out += "/" + percent_encode(vhost);
   if (tls && !verify_peer)
     out += " (TLS certificate NOT verified)";
   return out;
@@ -193,6 +219,19 @@ result<void> rabbitmq_settings::validate() const {
     mistakes.push_back("the host is empty");
   if (port == 0)
     mistakes.push_back("the port is 0");
+  for (const auto& n : failover_nodes) {
+    if (n.host.empty())
+      mistakes.push_back("a failover node's host is empty");
+    if (n.port == 0)
+      mistakes.push_back("the port of failover node '" + n.host + "' is 0");
+  }
+  if (queue_type == rabbitmq_queue_type::quorum) {
+    if (delivery_limit < 1)
+      mistakes.push_back("delivery_limit must be at least 1 (RabbitMQ 3.10 dead-letters at the "
+                         "first return below that)");
+    if (error_queue_suffix.empty())
+      mistakes.push_back("error_queue_suffix must not be empty with quorum queues");
+  }
   if (user.empty())
     mistakes.push_back("the user is empty");
   if (connect_timeout.count() <= 0)
@@ -265,31 +304,51 @@ result<rabbitmq_settings> parse_rabbitmq_url(std::string_view url) {
     if (colon != std::string_view::npos && !percent_decode(userinfo.substr(colon + 1), s.password))
       return fail("the password has a bad %-escape");
   }
-  std::string_view portpart;
-  if (!hostport.empty() && hostport.front() == '[') { // [::1]:5672
-    auto close = hostport.find(']');
-    if (close == std::string_view::npos)
-      return fail("an IPv6 host needs its closing ']'");
-    s.host = std::string(hostport.substr(1, close - 1));
-    auto after = hostport.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':')
-        return fail("unexpected text after the host");
-      portpart = after.substr(1);
+  bool first_node = true;
+  const auto default_port = s.port; // the scheme's, for every node without its own
+  while (true) {
+    auto comma = hostport.find(',');
+    auto one = hostport.substr(0, comma);
+    rabbitmq_node node{std::string{}, default_port};
+    std::string_view portpart;
+    if (!one.empty() && one.front() == '[') { // [::1]:5672
+      auto close = one.find(']');
+      if (close == std::string_view::npos)
+        return fail("an IPv6 host needs its closing ']'");
+      node.host = std::string(one.substr(1, close - 1));
+      auto after = one.substr(close + 1);
+      if (!after.empty()) {
+        if (after.front() != ':')
+          return fail("unexpected text after the host");
+        portpart = after.substr(1);
+      }
+    } else {
+      auto colon = one.find(':');
+      node.host = std::string(one.substr(0, colon));
+      if (colon != std::string_view::npos)
+        portpart = one.substr(colon + 1);
     }
-  } else {
-    auto colon = hostport.find(':');
-    s.host = std::string(hostport.substr(0, colon));
-    if (colon != std::string_view::npos)
-      portpart = hostport.substr(colon + 1);
-  }
-  if (s.host.empty())
-    s.host = "localhost";
-  if (!portpart.empty()) {
-    unsigned port = 0;
-    if (!parse_number(portpart, port) || port == 0 || port > 65535)
-      return fail("the port '" + std::string(portpart) + "' is not a number from 1 to 65535");
-    s.port = static_cast<std::uint16_t>(port);
+    if (node.host.empty()) {
+      if (!first_node || comma != std::string_view::npos)
+        return fail("an empty host in the list of nodes");
+      node.host = "localhost";
+    }
+    if (!portpart.empty()) {
+      unsigned port = 0;
+      if (!parse_number(portpart, port) || port == 0 || port > 65535)
+        return fail("the port '" + std::string(portpart) + "' is not a number from 1 to 65535");
+      node.port = static_cast<std::uint16_t>(port);
+    }
+    if (first_node) {
+      s.host = node.host;
+      s.port = node.port;
+    } else {
+      s.failover_nodes.push_back(std::move(node));
+    }
+    first_node = false;
+    if (comma == std::string_view::npos)
+      break;
+    hostport = hostport.substr(comma + 1);
   }
   if (has_path && !path.empty()) {
     if (path.find('/') != std::string_view::npos)

@@ -81,16 +81,59 @@ topology_record::snapshot topology_record::copy() const {
   return data_;
 }
 
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return !suffix.empty() && text.size() >= suffix.size()
+         && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
+std::string dead_letter_queue(const std::string& queue, const rabbitmq_settings& settings) {
+  if (ends_with(queue, settings.error_queue_suffix))
+    return queue;
+  if (ends_with(queue, settings.skipped_queue_suffix))
+    return queue.substr(0, queue.size() - settings.skipped_queue_suffix.size())
+           + settings.error_queue_suffix;
+  return queue + settings.error_queue_suffix;
+}
+
 amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
-                                   rabbitmq_queue_type type) {
+                                   const rabbitmq_settings& settings) {
   arguments args;
   // A classic queue is declared without x-queue-type, as every other client
   // does, so that it stays equivalent to queues they declared.
-  if (type == rabbitmq_queue_type::quorum)
+  std::string target;
+  if (settings.queue_type == rabbitmq_queue_type::quorum) {
     args.add("x-queue-type", "quorum");
+    // The broker's own limit, explicit (RabbitMQ 4.0 would otherwise apply
+    // 20 and drop), dead-lettering through the default exchange straight
+    // into the error queue. At-least-once: the message leaves this queue
+    // only once the error queue has it; that needs reject-publish overflow
+    // (no length limit is set, so nothing is refused for being full), or
+    // the broker silently falls back to at-most-once.
+    target = dead_letter_queue(queue, settings);
+    args.add("x-delivery-limit", settings.delivery_limit);
+    args.add("x-dead-letter-exchange", "");
+    args.add("x-dead-letter-routing-key", target);
+    args.add("x-dead-letter-strategy", "at-least-once");
+    args.add("x-overflow", "reject-publish");
+  }
   amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/0, /*durable=*/1, /*exclusive=*/0,
                      /*auto_delete=*/0, args.table());
-  return s.rpc_status(ch);
+  auto failed = s.rpc_status(ch);
+  if (failed && failed->reply_code == AMQP_PRECONDITION_FAILED)
+    failed->text += std::string(" (queue '") + queue + "' already exists with other arguments; "
+                    + "the bus declares it as a "
+                    + (settings.queue_type == rabbitmq_queue_type::quorum
+                           ? "quorum queue with x-delivery-limit="
+                                 + std::to_string(settings.delivery_limit)
+                                 + " dead-lettering to '" + target + "'"
+                           : std::string("classic queue without arguments"))
+                    + ": move its messages and delete it, or set queue_type and delivery_limit "
+                      "to match it)";
+  return failed;
 }
 
 amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,

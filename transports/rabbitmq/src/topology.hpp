@@ -2,7 +2,8 @@
 // record of what it declared so that a new connection (after a broker
 // restart that lost them, say) declares all of it again.
 //
-//   endpoint queue   durable, quorum or classic (settings.queue_type)
+//   endpoint queue   durable, quorum or classic (settings.queue_type); quorum ones
+//                    with x-delivery-limit and dead-lettering to the error queue
 //   message type T   a durable fanout exchange named T; subscribe(q, T) binds q to it
 //   delay levels     see delay_levels.hpp; declared at the first send_delayed
 //
@@ -45,8 +46,17 @@ private:
 
 // Each declaration runs RPCs on `ch` of `s`; a failure says whether it took
 // the channel or the connection with it.
+// A queue of settings.queue_type; a quorum queue carries the delivery limit
+// and dead-letters to dead_letter_queue(queue). A 406 (the queue exists
+// with other arguments) says what the bus wanted and how to resolve it.
 amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
-                                   rabbitmq_queue_type type);
+                                   const rabbitmq_settings& settings);
+// Where a quorum queue's messages go at the delivery limit: the endpoint's
+// error queue. For an endpoint queue Q that is Q + error_queue_suffix; for
+// its skipped queue (Q + skipped_queue_suffix) too; an error queue (a name
+// ending in error_queue_suffix) dead-letters into itself.
+[[nodiscard]] std::string dead_letter_queue(const std::string& queue,
+                                            const rabbitmq_settings& settings);
 // Passive: fails with 404 if `queue` does not exist; else its ready count.
 amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
                           std::uint32_t& message_count);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bus/error.hpp"
 
@@ -23,6 +24,12 @@ namespace bus {
 //   but RabbitMQ 3.10 puts a requeued message behind the ones waiting.
 // The delay levels are quorum queues whatever this says (docs/rabbitmq.md).
 enum class rabbitmq_queue_type { classic, quorum };
+
+// One node of a cluster: where to connect when the ones before it fail.
+struct rabbitmq_node {
+  std::string host;
+  std::uint16_t port = 5672;
+};
 
 enum class rabbitmq_log_level { debug, info, warn, error };
 
@@ -39,6 +46,13 @@ struct rabbitmq_settings {
   std::string vhost = "/";
   std::string user = "guest";
   std::string password = "guest"; // never logged; describe() leaves it out
+  // More nodes of the same cluster (amqp://u:p@h1:5672,h2:5673/vhost).
+  // Each connect (the first one and each reconnect after a loss, with the
+  // backoff below between rounds) tries host:port first and then these, in
+  // order, and takes the first that logs in: a node killed with kill -9
+  // refuses at once, so its followers are reached without waiting. The
+  // user, password, vhost and TLS settings are the same for all of them.
+  std::vector<rabbitmq_node> failover_nodes;
 
   // amqps://: TLS through rabbitmq-c's OpenSSL socket. The broker's
   // certificate is verified by default; turning that off is for a test
@@ -67,6 +81,24 @@ struct rabbitmq_settings {
 
   rabbitmq_queue_type queue_type = rabbitmq_queue_type::classic;
 
+  // Quorum queues only: every endpoint, error and skipped queue is declared
+  // with x-delivery-limit = delivery_limit and dead-letters (at least once,
+  // x-overflow=reject-publish) to the endpoint's error queue, the queue
+  // name with `error_queue_suffix` appended (the bus's default error queue;
+  // a skipped queue, a name ending in skipped_queue_suffix, to the error
+  // queue of its endpoint; an error queue into itself). An endpoint with an
+  // error queue named otherwise needs these suffixes to match it.
+  // The broker counts a delivery that returns unsettled: a consumer crash,
+  // a lost connection, a reject with requeue. The bus's own retries never
+  // count (docs/rabbitmq.md, "Quorum queues and the delivery limit"). So a
+  // message whose consumer crashes delivery_limit + 1 times in a row lands
+  // on the error queue with x-death reason "delivery_limit", never dropped.
+  // Explicit, because RabbitMQ 4.0 sets 20 by default and drops the message
+  // at the limit when no dead-letter target is set. Ignored for classic.
+  std::int64_t delivery_limit = 20;
+  std::string error_queue_suffix = "_error";
+  std::string skipped_queue_suffix = "_skipped";
+
   // Delayed delivery through binary delay levels (docs/rabbitmq.md): level k
   // holds messages 2^k units; the longest delay is (2^delay_levels - 1)
   // units, and a delay is rounded up to whole units, never down. The
@@ -84,15 +116,17 @@ struct rabbitmq_settings {
   rabbitmq_log_sink log;
 
   // "amqp://guest@localhost:5672/%2F": the URL without the password, for
-  // log lines and error messages.
+  // log lines and error messages (every node, comma-separated).
   [[nodiscard]] std::string describe() const;
+  // host:port followed by failover_nodes: the order connects try them in.
+  [[nodiscard]] std::vector<rabbitmq_node> nodes() const;
 
   // Every mistake at once, in one error (errc::invalid_configuration), or
   // nothing.
   [[nodiscard]] result<void> validate() const;
 };
 
-// Parses amqp[s]://[user[:password]@]host[:port][/vhost][?key=value&...]
+// Parses amqp[s]://[user[:password]@]host[:port][,host[:port]...][/vhost][?key=value&...]
 // over the defaults above. As in RabbitMQ's URI spec: user, password and
 // vhost are percent-decoded, so the vhost "/" is written %2F; an empty or
 // missing vhost means "/" too. amqps switches TLS on and the default port
@@ -102,6 +136,10 @@ struct rabbitmq_settings {
 //   verify=verify_peer|verify_none  verify_hostname=true|false
 //   queue_type=quorum|classic  delay_unit=<ms>  delay_levels=<n>
 //   reconnect_delay_min=<ms>  reconnect_delay_max=<ms>  connection_name=<text>
+//   delivery_limit=<n>  error_queue_suffix=<text>  skipped_queue_suffix=<text>
+// Several comma-separated hosts are the cluster's nodes: the first is
+// host:port, the others failover_nodes, each with the scheme's default port
+// unless it gives its own.
 // An unknown key, a bad number or a bad scheme is an error that quotes the
 // URL with its password redacted. The result is validated.
 [[nodiscard]] result<rabbitmq_settings> parse_rabbitmq_url(std::string_view url);
