@@ -40,6 +40,10 @@ inline constexpr std::string_view fault_reason = "bus-fault-reason";
 // comes back, without running its handler again.
 inline constexpr std::string_view fault_pending = "bus-fault-pending";
 
+// When the message expires (Unix ms): it is not run after that
+// (NServiceBus's time to be received, MassTransit's time to live).
+inline constexpr std::string_view expires_at = "bus-expires-at";
+
 // Written on a copy that goes to the skipped queue.
 inline constexpr std::string_view skipped_reason = "bus-skipped-reason";
 

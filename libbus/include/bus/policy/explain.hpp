@@ -54,6 +54,10 @@ struct explanation {
   // True when the plan stopped at explain_plan_limit attempts before the
   // policy gave up.
   bool truncated = false;
+  // The retry budget every retry of the plan is charged to, if any (the
+  // plan assumes it has room), and what an expired message becomes.
+  std::optional<retry_budget_settings> retry_budget;
+  expired_action expired_messages = expired_action::discard;
 };
 
 inline constexpr int explain_plan_limit = 1000;
