@@ -12,6 +12,7 @@
 #include "endpoint_runtime.hpp"
 #include "logging.hpp"
 #include "outgoing.hpp"
+#include "resilience_budget.hpp"
 #include "validation.hpp"
 
 namespace bus {
@@ -68,6 +69,7 @@ struct message_bus::impl {
   std::optional<std::uint64_t> jitter_seed;
   event_observer observer;
   std::string dead_letter_directory;
+  detail::shared_budgets budgets; // retry budgets shared by name (issue 14); under `mutex`
 
   mutable std::mutex mutex; // guards endpoints: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
@@ -90,7 +92,8 @@ struct message_bus::impl {
     auto rt = std::make_shared<const detail::endpoint_runtime>(
       def, registry, transport, log, clock, e.status,
       detail::endpoint_runtime::settings{limits, jitter_seed, observer, dead_letter_directory,
-                                         deterministic});
+                                         deterministic,
+                                         detail::budget_for(def, options, budgets)});
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
     auto consuming = t.consume(def.name, def.slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
@@ -176,6 +179,16 @@ bus_builder& bus_builder::max_retry_time(duration limit) {
   return *this;
 }
 
+bus_builder& bus_builder::retry_budget(retry_budget_settings settings) {
+  options_.retry_budget = std::move(settings);
+  return *this;
+}
+
+bus_builder& bus_builder::expired_messages(expired_action action) {
+  options_.expired_messages = action;
+  return *this;
+}
+
 bus_builder& bus_builder::recoverability_policy(custom_policy policy) {
   options_.custom = std::move(policy);
   return *this;
@@ -241,9 +254,13 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
     for (auto& m : detail::resolve_recoverability(def, scopes_, options_, *registry_))
       mistakes.push_back(std::move(m));
   }
+  detail::shared_budgets budgets;
+  for (auto& m : detail::make_shared_budgets(endpoints_, options_, budgets))
+    mistakes.push_back(std::move(m));
   if (!mistakes.empty())
     return error{errc::invalid_configuration, join_lines(mistakes)};
   auto state = std::make_unique<message_bus::impl>();
+  state->budgets = std::move(budgets);
   state->system = system_;
   state->registry = registry_;
   state->transport = transport_;
@@ -403,6 +420,7 @@ result<envelope> message_bus::stamp(const std::string& queue, result<message_bod
   env.response_address = std::move(options.response_address);
   env.fault_address = std::move(options.fault_address);
   env.headers = std::move(options.headers);
+  detail::stamp_deadline(env, options, env.sent_at);
   return env;
 }
 

@@ -10,6 +10,8 @@
 #include "bus/handler_verdicts.hpp"
 #include "bus/header_names.hpp"
 #include "consumer_endings.hpp"
+#include "consumer_resilience.hpp"
+#include "bus/deadline.hpp"
 #include "delivery_steps.hpp"
 
 namespace bus::detail {
@@ -130,12 +132,14 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled) {
     return false;
   }
   cur.body = std::move(*body);
-  return true;
+  return !ended_as_expired(self); // an expired message never reaches its handler
 }
 
 void begin(consumer* self, delivery d, claim_ptr claim, bool throttled) {
-  if (take(self, std::move(d), std::move(claim), throttled))
-    run_attempt(self);
+  if (!take(self, std::move(d), std::move(claim), throttled))
+    return;
+  count_first_attempt(self); // a fresh message's first attempt, for the retry budget
+  run_attempt(self);
 }
 
 // Takes over a delivery whose consumer died during `attempt`: that attempt
@@ -190,6 +194,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
   context.first_failure = cur.history.first_failure;
   context.now = rt.now();
   context.message = &msg;
+  context.expires_at = expires_at(msg);
   auto decided = [&] {
     if (!cur.throttled)
       return decide(*cur.handler->recoverability, context, self->state.jitter);
@@ -199,6 +204,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
     throttled.options.available.immediate_retries = false;
     return decide(throttled, context, self->state.jitter);
   }();
+  decided = charge_retry(self, std::move(decided), context);
   std::visit(
     [&](const auto& a) {
       using kind = std::decay_t<decltype(a)>;
@@ -259,6 +265,8 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
         return;
       auto& cur = self->state.current;
       ++cur->attempt;
+      if (ended_as_expired(self))
+        return; // expired while it waited for its retry (a custom policy's)
       // The endpoint keeps count, so that a successor goes on from here
       // should this consumer die.
       self->send(self->state.endpoint, retrying_atom::value, tag, cur->attempt);

@@ -18,6 +18,7 @@
 #include "bus/fault.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/transport.hpp"
+#include "bus/policy/retry_budget.hpp"
 #include "logging.hpp"
 
 namespace bus::detail {
@@ -44,6 +45,8 @@ public:
     // whatever the endpoint asks for, so that virtual time stays
     // deterministic (a detached actor would run on a real thread).
     bool deterministic = false;
+    // The retry budget the consumers charge (issue 14); null: none.
+    std::shared_ptr<bus::retry_budget> budget;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

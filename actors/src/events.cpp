@@ -15,6 +15,8 @@ std::string_view to_string(event_kind kind) noexcept {
     case event_kind::requeued: return "requeued";
     case event_kind::rate_limit_started: return "rate_limit_started";
     case event_kind::rate_limit_ended: return "rate_limit_ended";
+    case event_kind::retry_denied: return "retry_denied";
+    case event_kind::expired: return "expired";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@ struct loggers {
   std::shared_ptr<spdlog::logger> discard;         // bus.discard
   std::shared_ptr<spdlog::logger> skipped;         // bus.skipped
   std::shared_ptr<spdlog::logger> rate_limit;      // bus.rate_limit
+  std::shared_ptr<spdlog::logger> retry_budget;    // bus.retry_budget (warn): a retry refused
 
   // Loggers writing to `sinks`; to standard error when there are none.
   static loggers make(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks);

@@ -24,6 +24,8 @@ struct endpoint_stats {
   std::int64_t pending_redelivery = 0;
   bool rate_limited = false;            // one message at a time right now
   std::uint64_t rate_limit_episodes = 0; // how often rate limiting started
+  std::uint64_t retries_denied = 0; // retries the retry budget refused (each took its fallback)
+  std::uint64_t expired = 0;        // never run: expired (also counted as discarded or dead-lettered)
 };
 
 class endpoint_counters {
@@ -41,6 +43,8 @@ public:
   std::atomic<std::int64_t> pending_redelivery{0};
   std::atomic<bool> rate_limited{false};
   std::atomic<std::uint64_t> rate_limit_episodes{0};
+  std::atomic<std::uint64_t> retries_denied{0};
+  std::atomic<std::uint64_t> expired{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -48,7 +52,7 @@ public:
             immediate_retries.load(r), redeliveries_scheduled.load(r), dead_lettered.load(r),
             discarded.load(r), skipped.load(r),   requeued.load(r),
             in_flight.load(r), pending_redelivery.load(r), rate_limited.load(r),
-            rate_limit_episodes.load(r)};
+            rate_limit_episodes.load(r), retries_denied.load(r), expired.load(r)};
   }
 };
 

@@ -28,6 +28,8 @@ enum class event_kind {
   requeued,             // given back to the transport unfinished
   rate_limit_started,   // the endpoint went to one message at a time
   rate_limit_ended,     // full concurrency again
+  retry_denied,         // the retry budget refused a retry; `detail` names the fallback taken
+  expired,              // not run: past its bus-expires-at; discarded or dead-lettered follows
 };
 
 [[nodiscard]] std::string_view to_string(event_kind kind) noexcept;
