@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bus/policy/backoff.hpp"
+#include "bus/policy/deadline.hpp"
+#include "bus/policy/retry_budget.hpp"
 #include "exception_types.hpp"
 #include "json_reader.hpp"
 
@@ -121,6 +123,10 @@ struct endpoint_spec {
   bool discard_faulted_messages = false;
   std::optional<rate_limit_spec> rate_limit;
   std::vector<handler_spec> handlers;
+  // Issue 14: "retry_budget", "expired_messages", "inherit_deadline".
+  std::optional<retry_budget_settings> retry_budget;
+  std::optional<expired_action> expired_messages;
+  bool inherit_deadline = false;
 };
 
 struct bus_spec {
@@ -130,6 +136,9 @@ struct bus_spec {
   std::vector<std::string> unrecoverable;
   std::optional<duration> max_retry_time;
   std::optional<std::uint64_t> jitter_seed;
+  // Issue 14: every endpoint's default budget and expired-message action.
+  std::optional<retry_budget_settings> retry_budget;
+  std::optional<expired_action> expired_messages;
 };
 
 // One message to send; a "count" in the file becomes several of these.
@@ -145,6 +154,8 @@ struct send_spec {
   // The text the message carries on the wire instead of its JSON: a body
   // that does not decode as the message type.
   std::optional<std::string> malformed_body;
+  // Issue 14: the message expires this long after it is sent.
+  std::optional<duration> time_to_live;
 };
 
 // What a fault<T> raised for a message must say ("expect": {"faults": ...}).
@@ -185,5 +196,10 @@ struct scenario {
 [[nodiscard]] std::optional<policy_spec> parse_policy(const node& n);
 [[nodiscard]] std::optional<step> parse_step(const node& n);
 [[nodiscard]] std::optional<outage> parse_outage(const node& n);
+// {"name", "ratio", "window", "min_retries_per_second", "fallback"}, each
+// optional ({} is Finagle's defaults); a mistake names its field.
+[[nodiscard]] std::optional<retry_budget_settings> parse_retry_budget(const node& n);
+// "discard" or "dead_letter".
+[[nodiscard]] std::optional<expired_action> parse_expired_action(const node& n);
 
 } // namespace bus::scenario
