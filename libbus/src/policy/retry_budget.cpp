@@ -85,11 +85,13 @@ retry_budget::retry_budget(retry_budget_settings settings)
 
 std::int64_t retry_budget::advance(time_point now) {
   const auto ms = std::chrono::duration_cast<duration>(now.time_since_epoch()).count();
-  const auto index = floor_div(ms, slice_ms_);
-  if (!started_ || index > latest_) {
-    latest_ = index;
+  if (!started_) {
+    epoch_ms_ = ms; // slices count from the first use
     started_ = true;
   }
+  const auto index = floor_div(ms - epoch_ms_, slice_ms_);
+  if (index > latest_)
+    latest_ = index;
   auto& s = ring_[static_cast<std::size_t>(((latest_ % slices) + slices) % slices)];
   if (s.index != latest_) {
     s.index = latest_; // an expired slice is reused

@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "bus/policy/decide.hpp"
+#include "bus/policy/explain.hpp"
+#include "bus/policy/json.hpp"
+
+#include <nlohmann/json.hpp>
 #include "bus/policy/resilience.hpp"
 #include "support/policy_support.hpp"
 
@@ -266,4 +270,30 @@ TEST_CASE("1% failing at 1,000 msg/s: no retry is refused") {
   CHECK(counts.first_attempts == 60'000);
   CHECK(counts.denied == 0);
   CHECK(counts.retries > 0);
+}
+
+TEST_CASE("explain() and the JSON description show the budget and the expired-message action") {
+  bus::recoverability_options o;
+  o.retry_budget = bus::retry_budget_settings{};
+  o.retry_budget->name = "orders";
+  o.expired_messages = bus::expired_action::dead_letter;
+  const auto config = config_of([](bus::policy_builder& p) { p.on_any().retry(1); }, o);
+  const auto e = bus::explain(config, http_error{503});
+  REQUIRE(e.retry_budget);
+  CHECK(e.retry_budget->name == "orders");
+  CHECK(e.expired_messages == bus::expired_action::dead_letter);
+  const auto text = bus::to_string(e);
+  CHECK(text.find("retries charged to the retry budget 'orders': 20% of first attempts over "
+                  "00:00:10 plus 10 retries/s; when spent: terminal\n")
+        != std::string::npos);
+  CHECK(text.find("expired messages: dead-lettered with reason 'expired', never run\n")
+        != std::string::npos);
+  const nlohmann::json j = config;
+  CHECK(j["retry_budget"]["name"] == "orders");
+  CHECK(j["retry_budget"]["window_ms"] == 10000);
+  CHECK(j["retry_budget"]["fallback"] == "terminal");
+  CHECK(j["expired_messages"] == "dead_letter");
+  const nlohmann::json none = config_of([](bus::policy_builder& p) { p.on_any().retry(1); });
+  CHECK(none["retry_budget"].is_null());
+  CHECK(none["expired_messages"] == "discard");
 }

@@ -65,8 +65,11 @@ struct retry_budget_settings {
 // withdrawals live in `slices` time slices of window / slices each and
 // expire together with their slice, so at every moment, over the slices
 // alive (the last window, to one slice), retries <= ratio * first attempts
-// + the reserve. Over any run cut into windows, retries <= ratio * first
-// attempts + min_retries_per_second * its length (+ one reserve).
+// + the reserve. Slices count from the budget's first use, so over the
+// first k windows of its life retries <= ratio * first attempts +
+// min_retries_per_second * k * window, the figure Finagle quotes; over any
+// other stretch of time T, at most one reserve more than
+// min_retries_per_second * T.
 // Time that goes backwards (threads reading one clock) counts as the
 // latest time seen.
 class retry_budget {
@@ -100,6 +103,7 @@ private:
   std::int64_t slice_ms_;
   std::mutex mutex_;
   std::int64_t latest_;    // highest slice index seen
+  std::int64_t epoch_ms_ = 0; // the first use: slice 0 starts there
   bool started_ = false;
   std::array<slice, slices> ring_{};
 };
