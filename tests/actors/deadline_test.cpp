@@ -171,3 +171,34 @@ TEST_CASE("a handler's sends inherit the remaining deadline only when the endpoi
       CHECK_FALSE(invoice_expiry.has_value());
   }
 }
+
+TEST_CASE("a message that expires while it waits for an immediate retry is not run again") {
+  bus::testing::harness h;
+  int calls = 0;
+  auto b = h.builder();
+  // A custom policy that ignores the expiry: the runtime still checks
+  // before the retry runs.
+  b.message<order_placed>("order_placed")
+    .recoverability_policy([](const bus::recoverability_config&, const bus::error_context&,
+                              bus::random_source) { return bus::action{bus::immediate_retry{1min}}; })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed&) {
+        ++calls;
+        throw database_down();
+      });
+    });
+  auto& bus = h.start(b);
+  bus::send_options ttl;
+  ttl.time_to_live = 30s;
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, ttl));
+  h.advance_until_idle();
+  CHECK(calls == 1);
+  const auto s = h.stats("billing");
+  CHECK(s.expired == 1);
+  CHECK(s.discarded == 1);
+  CHECK(s.immediate_retries == 1);
+  const auto expired = h.events_of(event_kind::expired);
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0].attempt == 2);
+  CHECK(expired[0].detail == "the message expired 00:00:30 before attempt 2 (bus-expires-at)");
+}
