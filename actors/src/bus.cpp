@@ -14,6 +14,7 @@
 #include "logging.hpp"
 #include "outgoing.hpp"
 #include "tracing.hpp"
+#include "resilience_budget.hpp"
 #include "validation.hpp"
 
 namespace bus {
@@ -73,6 +74,7 @@ struct message_bus::impl {
   span_observer spans;
   std::map<std::string, dependency_breaker_settings> dependencies; // as declared
   std::shared_ptr<const detail::dependency_gates> gates; // one per declared dependency
+  detail::shared_budgets budgets; // retry budgets shared by name (issue 14); under `mutex`
 
   mutable std::mutex mutex; // guards endpoints: the facade is called from any thread
   std::map<std::string, endpoint_entry> endpoints;
@@ -92,8 +94,14 @@ struct message_bus::impl {
     log_policies(def);
     e.status->finished.store(false);
     e.status->stop_requested.store(false);
-    detail::endpoint_runtime::settings settings{
-      limits, jitter_seed, observer, dead_letter_directory, deterministic, spans, gates};
+    detail::endpoint_runtime::settings settings{limits,
+                                                jitter_seed,
+                                                observer,
+                                                dead_letter_directory,
+                                                deterministic,
+                                                spans,
+                                                gates,
+                                                detail::budget_for(def, options, budgets)};
     auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
                                                                e.status, std::move(settings));
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
@@ -178,6 +186,16 @@ bus_builder& bus_builder::add_transport_resilience(
 
 bus_builder& bus_builder::max_retry_time(duration limit) {
   options_.max_retry_time = limit;
+  return *this;
+}
+
+bus_builder& bus_builder::retry_budget(retry_budget_settings settings) {
+  options_.retry_budget = std::move(settings);
+  return *this;
+}
+
+bus_builder& bus_builder::expired_messages(expired_action action) {
+  options_.expired_messages = action;
   return *this;
 }
 
@@ -282,9 +300,13 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   }
   for (auto& m : detail::dependency_setting_mistakes(dependencies_))
     mistakes.push_back(std::move(m));
+  detail::shared_budgets budgets;
+  for (auto& m : detail::make_shared_budgets(endpoints_, options_, budgets))
+    mistakes.push_back(std::move(m));
   if (!mistakes.empty())
     return error{errc::invalid_configuration, join_lines(mistakes)};
   auto state = std::make_unique<message_bus::impl>();
+  state->budgets = std::move(budgets);
   state->system = system_;
   state->registry = registry_;
   state->transport = transport_;
@@ -450,6 +472,7 @@ result<envelope> message_bus::stamp(const std::string& queue, result<message_bod
   env.fault_address = std::move(options.fault_address);
   env.headers = std::move(options.headers);
   detail::start_trace(env);
+  detail::stamp_deadline(env, options, env.sent_at);
   return env;
 }
 

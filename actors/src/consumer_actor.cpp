@@ -11,6 +11,8 @@
 #include "bus/header_names.hpp"
 #include "attempt_spans.hpp"
 #include "consumer_endings.hpp"
+#include "consumer_resilience.hpp"
+#include "bus/deadline.hpp"
 #include "delivery_steps.hpp"
 
 namespace bus::detail {
@@ -134,7 +136,7 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled, bool prob
     return false;
   }
   cur.body = std::move(*body);
-  return true;
+  return !ended_as_expired(self); // an expired message never reaches its handler
 }
 
 // Gives the current delivery back to the endpoint's waiting line,
@@ -203,6 +205,7 @@ void begin(consumer* self, delivery d, claim_ptr claim, bool throttled, bool pro
     return;
   if (held_before_attempt(self))
     return;
+  count_first_attempt(self); // a fresh message's first attempt, for the retry budget
   run_attempt(self);
 }
 
@@ -262,6 +265,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
   context.first_failure = cur.history.first_failure;
   context.now = rt.now();
   context.message = &msg;
+  context.expires_at = expires_at(msg);
   auto decided = [&] {
     if (!cur.throttled)
       return decide(*cur.handler->recoverability, context, self->state.jitter);
@@ -271,6 +275,7 @@ void on_failure(consumer* self, std::exception_ptr error) {
     throttled.options.available.immediate_retries = false;
     return decide(throttled, context, self->state.jitter);
   }();
+  decided = charge_retry(self, std::move(decided), context);
   report_failed(self, decided);
   std::visit(
     [&](const auto& a) {
@@ -339,6 +344,8 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
         return;
       auto& cur = self->state.current;
       ++cur->attempt;
+      if (ended_as_expired(self))
+        return; // expired while it waited for its retry (a custom policy's)
       // The endpoint keeps count, so that a successor goes on from here
       // should this consumer die.
       self->send(self->state.endpoint, retrying_atom::value, tag, cur->attempt);

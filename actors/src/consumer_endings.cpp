@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 
+#include "bus/deadline.hpp"
 #include "bus/header_names.hpp"
 #include "dead_letter_file.hpp"
 #include "delivery_steps.hpp"
@@ -470,6 +471,8 @@ void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
   cur.outbox_left = outbox.size();
   auto& transport = runtime(self).transport();
   for (auto& out : outbox) {
+    if (runtime(self).definition().inherit_deadline) // issue 14, opt-in
+      inherit_deadline(out.message, *cur.item.message);
     if (out.queue.empty())
       transport.async_publish(std::move(out.message), to_self(self, ending_step::outbox));
     else

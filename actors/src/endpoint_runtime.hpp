@@ -21,6 +21,7 @@
 #include "bus/spans.hpp"
 #include "bus/transport.hpp"
 #include "dependency_gate.hpp"
+#include "bus/policy/retry_budget.hpp"
 #include "logging.hpp"
 
 namespace bus::detail {
@@ -51,6 +52,8 @@ public:
     // The bus's dependency breakers; the runtime keeps those the endpoint
     // depends on (definition().dependencies).
     std::shared_ptr<const dependency_gates> gates;
+    // The retry budget the consumers charge (issue 14); null: none.
+    std::shared_ptr<bus::retry_budget> budget;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

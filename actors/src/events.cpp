@@ -21,6 +21,8 @@ std::string_view to_string(event_kind kind) noexcept {
     case event_kind::endpoint_paused: return "endpoint_paused";
     case event_kind::endpoint_resumed: return "endpoint_resumed";
     case event_kind::held_back: return "held_back";
+    case event_kind::retry_denied: return "retry_denied";
+    case event_kind::expired: return "expired";
   }
   return "unknown";
 }

@@ -60,6 +60,10 @@ std::vector<std::string> resolve_recoverability(endpoint_definition& def,
     add_to(options.unrecoverable);
   if (def.custom)
     options.custom = def.custom;
+  if (def.retry_budget)
+    options.retry_budget = def.retry_budget;
+  if (def.expired_messages)
+    options.expired_messages = *def.expired_messages;
   for (auto& slot : def.handlers) {
     auto scopes = shared;
     if (def.rules)

@@ -28,9 +28,12 @@ struct bench_bus {
 // handlers of the in-memory cases (they never block: the documented
 // choice, and what those cases have always measured), the default
 // (dedicated) for the blocking cases and the row that shows its cost.
+// `configure`, if set, adds bus-wide settings last (the resilience-cost
+// rows: a retry budget, a dependency breaker).
 template <class Handler>
 bench_bus make_bench_bus(caf::actor_system& sys, int slots, bus::handler_threads threads,
-                         Handler handler, std::function<void(bus::policy_builder&)> policy = {}) {
+                         Handler handler, std::function<void(bus::policy_builder&)> policy = {},
+                         std::function<void(bus::bus_builder&)> configure = {}) {
   bench_bus out;
   out.transport = std::make_shared<bus::in_memory_transport>();
   bus::bus_builder b{sys};
@@ -44,6 +47,8 @@ bench_bus make_bench_bus(caf::actor_system& sys, int slots, bus::handler_threads
         .handler_threads(threads)
         .handle<ping>(std::move(handler));
   });
+  if (configure)
+    configure(b);
   auto built = b.build();
   if (!built)
     throw std::runtime_error("the benchmark bus does not build: " + built.error().message);

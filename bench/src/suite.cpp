@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -285,6 +286,37 @@ json latency_section(case_runner& run, const suite_options& o, const sizes& s,
   return rows;
 }
 
+// Issue 14: the success path with resilience features configured against
+// none, interleaved in one run (no-op handler, 8 slots, caf_workers). One
+// row per variant; a later feature appends its variant here, e.g.
+// {"retry_budget+breaker", "retry_budget,dependency_breaker"}.
+const std::vector<std::pair<std::string, std::string>> resilience_variants = {
+  {"none", "none"},
+  {"retry_budget", "retry_budget"},
+};
+const int resilience_slots = 8;
+
+json resilience_section(case_runner& run, const suite_options& o, const sizes& s) {
+  std::map<std::string, std::vector<json>> runs;
+  for (int r = 0; r < o.runs; ++r)
+    for (const auto& [name, features] : resilience_variants)
+      runs[name].push_back(run.run("throughput", {"--impl", "bus", "--slots",
+                                                  std::to_string(resilience_slots), "--messages",
+                                                  std::to_string(s.throughput), "--resilience",
+                                                  features}));
+  json out = {{"messages", s.throughput}, {"slots", resilience_slots}, {"rows", json::array()}};
+  const auto baseline = median(runs["none"], "msgs_per_s");
+  for (const auto& [name, features] : resilience_variants) {
+    json row = {{"variant", name},
+                {"features", features},
+                {"msgs_per_s", median(runs[name], "msgs_per_s")},
+                {"runs", runs[name]}};
+    row["ratio_to_none"] = ratio(row["msgs_per_s"], baseline);
+    out["rows"].push_back(std::move(row));
+  }
+  return out;
+}
+
 json failure_section(case_runner& run, const suite_options& o, const sizes& s) {
   std::map<std::string, std::vector<json>> runs; // "bus/10", "bus/0", "raw/10", "raw/0"
   for (int r = 0; r < o.runs; ++r)
@@ -515,6 +547,13 @@ json evaluate_targets(const json& results) {
                              "(shown)", fmt("%.2f", num(row["dedicated"]["ratio_to_caf_workers"])),
                              true));
   }
+  if (results.contains("in_memory") && results["in_memory"].contains("resilience_cost"))
+    for (const auto& row : results["in_memory"]["resilience_cost"]["rows"])
+      if (row["variant"] != "none")
+        out.push_back(target("success path with " + row["variant"].get<std::string>()
+                                 + " configured vs none (issue 14)",
+                             ">= 0.98", fmt("%.3f", num(row["ratio_to_none"])),
+                             num(row["ratio_to_none"]) >= 0.98));
   if (results.contains("failure_path")) { // absent with --only rabbitmq|blocking
     const auto& tp = results["in_memory"]["throughput"];
     double worst_ratio = 1e9, best = 0;
@@ -619,6 +658,15 @@ void print_table(const json& results, const suite_options& o) {
                     row["slots"].get<int>(), x(row["dedicated"]["ratio_to_caf_workers"]).c_str());
     std::printf("  bus rows: handler_threads(caf_workers), the no-op handler's documented choice\n");
     std::printf("  peer: %s\n", results["peer"]["status"].get<std::string>().c_str());
+  }
+  if (results.contains("in_memory") && results["in_memory"].contains("resilience_cost")) {
+    const auto& rc = results["in_memory"]["resilience_cost"];
+    std::printf("\nSuccess path with resilience configured (%s messages, %d slots, no-op handler)\n",
+                k(rc["messages"]).c_str(), rc["slots"].get<int>());
+    std::printf("  %-24s %12s %9s\n", "configured", "bus msg/s", "vs none");
+    for (const auto& row : rc["rows"])
+      std::printf("  %-24s %12s %9s\n", row["variant"].get<std::string>().c_str(),
+                  k(row["msgs_per_s"]).c_str(), x(row["ratio_to_none"]).c_str());
   }
   if (results.contains("failure_path")) { // absent with --only rabbitmq|blocking
     std::printf("\nLatency, send to handled, at half of the bus's peak (us; bus: caf_workers)\n");
@@ -752,6 +800,7 @@ int run_suite(const suite_options& o) {
     results["in_memory"]["latency"] =
         latency_section(run, o, s, results["in_memory"]["throughput"]);
     results["failure_path"] = failure_section(run, o, s);
+    results["in_memory"]["resilience_cost"] = resilience_section(run, o, s);
     results["redelivery"] = redelivery_section(run, o, s);
     results["blocking"] = blocking_section(run, o, s);
     results["round_trip"] = round_trip_section(run, o, s);

@@ -12,6 +12,11 @@
 // (handler_threads::caf_workers: a handler that never blocks, the
 // documented choice); --handler-threads dedicated measures the same
 // workload with the default, a thread per slot.
+//
+// --resilience A,B (issue 14) configures the bus's success path with
+// resilience features that cost something even when nothing fails:
+// "retry_budget" (every first attempt deposits in the budget), and the
+// features later issues add here (apply_resilience). "none": nothing.
 #include <caf/all.hpp>
 
 #include "actor_system.hpp"
@@ -23,6 +28,26 @@
 
 namespace bench {
 
+namespace {
+
+// Each comma-separated feature of --resilience, added to the bench bus.
+void apply_resilience(bus::bus_builder& b, const std::string& features) {
+  std::size_t start = 0;
+  while (start <= features.size()) {
+    auto end = features.find(',', start);
+    auto feature = features.substr(start, end == std::string::npos ? end : end - start);
+    if (feature == "retry_budget")
+      b.retry_budget(); // Finagle's defaults
+    else if (!feature.empty() && feature != "none")
+      throw std::runtime_error("--resilience: unknown feature '" + feature + "'");
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+}
+
+} // namespace
+
 case_result run_throughput(const case_args& args) {
   auto impl = args.text("impl", "bus");
   auto slots = static_cast<int>(args.number("slots", 8));
@@ -31,6 +56,7 @@ case_result run_throughput(const case_args& args) {
   auto rate = args.real("rate", 0); // 0: as fast as it goes
   auto threads = args.number("threads", 2);
   auto handler_threads = args.text("handler-threads", "caf_workers");
+  auto resilience = args.text("resilience", "none");
   if (handler_threads != "caf_workers" && handler_threads != "dedicated")
     throw std::runtime_error("--handler-threads is caf_workers or dedicated");
 
@@ -53,7 +79,8 @@ case_result run_throughput(const case_args& args) {
     b = make_bench_bus(sys, slots,
                        handler_threads == "dedicated" ? bus::handler_threads::dedicated
                                                       : bus::handler_threads::caf_workers,
-                       [&](const ping& m, bus::handler_context&) { on_message(m); });
+                       [&](const ping& m, bus::handler_context&) { on_message(m); }, {},
+                       [&](bus::bus_builder& builder) { apply_resilience(builder, resilience); });
     if (auto ok = b.bus->start(); !ok)
       throw std::runtime_error(ok.error().message);
     send = [&](ping p) { (void)b.bus->send(bench_queue, p); };
@@ -81,6 +108,7 @@ case_result run_throughput(const case_args& args) {
                 {"messages", messages},
                 {"threads", threads},
                 {"handler_threads", impl == "bus" ? handler_threads : "-"},
+                {"resilience", impl == "bus" ? resilience : "-"},
                 {"finished", finished},
                 {"seconds", seconds},
                 {"msgs_per_s", static_cast<double>(done.done()) / seconds}};

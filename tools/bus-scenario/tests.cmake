@@ -196,3 +196,20 @@ endif()
 add_test(NAME "broker.env: the test broker's file sources in bash and its values round-trip"
   COMMAND bash ${_scenario_tests}/broker_env_test.sh ${PROJECT_SOURCE_DIR}/scripts/rabbitmq-test-broker.sh
           ${CMAKE_CURRENT_BINARY_DIR}/broker-env-test)
+
+# -- issue 14: retry budgets and deadlines ---------------------------------------
+
+bus_scenario_test("a retry budget bounds retries to a share of first attempts and loses no message"
+                  retry_budget)
+bus_scenario_test("redeliveries end at the last one in time, and an expired message never runs"
+                  deadlines)
+bus_scenario_refused("retry budget and deadline fields are checked, each mistake naming its field"
+  ARGS ${_scenario_invalid}/resilience_fields.json
+  EXPECTED "bus.retry_budget.min_retries_per_second: expected a non-negative integer"
+           "bus.retry_budget.windw: unknown field (did you mean \"window\"?)"
+           "bus.expired_messages: unknown action \"drop\"; expected discard or dead_letter"
+           "endpoints[0].retry_budget.ratio: expected a number of retries per first attempt between 0 and 1000"
+           "endpoints[0].retry_budget.window: expected a window between 1s and 24h"
+           "endpoints[0].retry_budget.fallback: unknown fallback \"later\"; expected terminal, next_tier or longest_delay"
+           "endpoints[0].inherit_deadline: expected"
+           "send[0].time_to_live: expected a duration")

@@ -51,6 +51,10 @@ struct send_options {
   std::string response_address;
   std::string fault_address;
   bus::headers headers;
+  // The message expires (bus-expires-at) this long after it is sent, or at
+  // this time; with both, the earlier. An expired message is never run.
+  std::optional<duration> time_to_live;
+  std::optional<time_point> expires_at;
 };
 
 class message_bus;
@@ -96,6 +100,13 @@ public:
   }
   // Retrying stops this long after a message first failed (24 h by default).
   bus_builder& max_retry_time(duration limit);
+  // A retry budget for every endpoint without its own (each endpoint its
+  // own budget, or one shared by every endpoint if `settings.name` is set);
+  // see endpoint_builder::retry_budget.
+  bus_builder& retry_budget(retry_budget_settings settings = {});
+  // What becomes of an expired message on every endpoint without its own
+  // choice (discard by default).
+  bus_builder& expired_messages(expired_action action);
   // Replaces the decision for every endpoint without its own.
   bus_builder& recoverability_policy(custom_policy policy);
   // Fault texts (exception message, reason) are cut to this many bytes.

@@ -133,6 +133,13 @@ struct endpoint_definition {
   // Mistakes found while building (e.g. rules for a type with no handler),
   // reported when the bus is built.
   std::vector<std::string> mistakes;
+
+  // Issue 14. The endpoint's retry budget (empty: the bus's, if any); what
+  // becomes of an expired message (empty: the bus's); whether the handlers'
+  // sends inherit the remaining deadline of the message they handle.
+  std::optional<retry_budget_settings> retry_budget;
+  std::optional<expired_action> expired_messages;
+  bool inherit_deadline = false;
 };
 
 class endpoint_builder {
@@ -260,6 +267,32 @@ public:
   // breaker makes the endpoint depend on it without this call.
   endpoint_builder& depends_on(std::string dependency) {
     def_.dependencies.push_back(std::move(dependency));
+    return *this;
+  }
+  // Bounds this endpoint's retries (immediate and redeliveries) to a share
+  // of its first attempts: see bus/policy/retry_budget.hpp. Replaces the
+  // bus's budget. The named form shares one budget among every endpoint
+  // that names it; they must all give the same settings.
+  endpoint_builder& retry_budget(retry_budget_settings settings = {}) {
+    def_.retry_budget = std::move(settings);
+    return *this;
+  }
+  endpoint_builder& retry_budget(std::string name, retry_budget_settings settings = {}) {
+    settings.name = std::move(name);
+    def_.retry_budget = std::move(settings);
+    return *this;
+  }
+  // What becomes of a message that arrives, or is due to run again, after
+  // its bus-expires-at: discarded (the default) or dead-lettered with the
+  // reason "expired". It never reaches its handler.
+  endpoint_builder& expired_messages(expired_action action) {
+    def_.expired_messages = action;
+    return *this;
+  }
+  // What the handlers send expires no later than the message they handle
+  // (opt-in): a deadline travels down a chain of messages.
+  endpoint_builder& inherit_deadline(bool on = true) {
+    def_.inherit_deadline = on;
     return *this;
   }
 

@@ -28,6 +28,8 @@ struct endpoint_stats {
   std::uint64_t dependency_pauses = 0;   // how often it paused for one
   std::uint64_t held_back = 0;           // messages given back unharmed (dependency down)
   std::uint64_t probes = 0;              // messages it let through as a half-open breaker's probe
+  std::uint64_t retries_denied = 0; // retries the retry budget refused (each took its fallback)
+  std::uint64_t expired = 0;        // never run: expired (also counted as discarded or dead-lettered)
 };
 
 class endpoint_counters {
@@ -49,6 +51,8 @@ public:
   std::atomic<std::uint64_t> dependency_pauses{0};
   std::atomic<std::uint64_t> held_back{0};
   std::atomic<std::uint64_t> probes{0};
+  std::atomic<std::uint64_t> retries_denied{0};
+  std::atomic<std::uint64_t> expired{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -58,7 +62,7 @@ public:
             in_flight.load(r), pending_redelivery.load(r), rate_limited.load(r),
             rate_limit_episodes.load(r),
             dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
-            probes.load(r)};
+            probes.load(r), retries_denied.load(r), expired.load(r)};
   }
 };
 

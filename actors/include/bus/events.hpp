@@ -37,6 +37,8 @@ enum class event_kind {
   endpoint_resumed,     // every dependency of this endpoint is closed again
   held_back,            // a message went back to its endpoint's waiting line unharmed:
                         // its dependency is down, no attempt spent
+  retry_denied,         // the retry budget refused a retry; `detail` names the fallback taken
+  expired,              // not run: past its bus-expires-at; discarded or dead-lettered follows
 };
 
 [[nodiscard]] std::string_view to_string(event_kind kind) noexcept;

@@ -45,6 +45,9 @@ inline constexpr std::string_view fault_pending = "bus-fault-pending";
 // operator finds the failure's trace without parsing traceparent.
 inline constexpr std::string_view fault_trace_id = "bus-fault-trace-id";
 inline constexpr std::string_view fault_span_id = "bus-fault-span-id";
+// When the message expires (Unix ms): it is not run after that
+// (NServiceBus's time to be received, MassTransit's time to live).
+inline constexpr std::string_view expires_at = "bus-expires-at";
 
 // Written on a copy that goes to the skipped queue.
 inline constexpr std::string_view skipped_reason = "bus-skipped-reason";

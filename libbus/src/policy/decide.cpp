@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "bus/policy/deadline.hpp"
 #include "bus/policy/exception_type.hpp"
 
 namespace bus {
@@ -148,11 +149,22 @@ action default_policy_for(const recoverability_config& config, const error_conte
                       + " spent");
 
   try {
-    if (immediate <= retries)
-      return immediate_retry{planned_delay(*retry, immediate, thrown, rng)};
-    if (static_cast<std::int64_t>(context.delivery_count) < redeliveries)
-      return delayed_retry{
-          planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, thrown, rng)};
+    // A retry that would fire after the message's expiry, or a redelivery
+    // that would fire after the time limit, ends the chain now (step 4.5).
+    if (immediate <= retries) {
+      const auto delay = planned_delay(*retry, immediate, thrown, rng);
+      if (context.expires_at)
+        if (auto why = too_late(context, duration::max(), delay))
+          return finish(config, r, name() + ": " + *why);
+      return immediate_retry{delay};
+    }
+    if (static_cast<std::int64_t>(context.delivery_count) < redeliveries) {
+      const auto delay =
+          planned_delay(*redelivery, static_cast<int>(context.delivery_count) + 1, thrown, rng);
+      if (auto why = too_late(context, limit, std::min(delay, max_scheduled_delay)))
+        return finish(config, r, name() + ": " + *why);
+      return delayed_retry{delay};
+    }
   } catch (const std::exception& e) {
     return to_error(config, name() + ": its delay function threw: " + e.what());
   } catch (...) {

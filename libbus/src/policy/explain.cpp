@@ -124,6 +124,9 @@ explanation explain(const recoverability_config& config, const std::exception_pt
   if (config.options.custom)
     out.reason += "; a custom policy decides, the plan shows what it does";
 
+  out.retry_budget = config.options.retry_budget;
+  out.expired_messages = config.options.expired_messages;
+
   midpoint_generator midpoint;
   const time_point first_failure{};
   error_context context = error_context_for(thrown);
@@ -179,6 +182,10 @@ std::string to_string(const explanation& e) {
            + " -> " + describe(p.then) + "\n";
   if (e.truncated)
     out += "... the plan stops after " + std::to_string(explain_plan_limit) + " attempts\n";
+  if (e.retry_budget)
+    out += "retries charged to the " + describe(*e.retry_budget) + "\n";
+  if (e.expired_messages == expired_action::dead_letter)
+    out += "expired messages: dead-lettered with reason 'expired', never run\n";
   return out;
 }
 

@@ -69,6 +69,15 @@ void to_json(nlohmann::json& j, const recoverability_config& config) {
   for (const auto& type : config.options.unrecoverable.types())
     unrecoverable.push_back(type.name());
   j["custom_policy"] = static_cast<bool>(config.options.custom);
+  if (const auto& budget = config.options.retry_budget)
+    j["retry_budget"] = {{"name", budget->name},
+                         {"ratio", budget->ratio},
+                         {"window_ms", budget->window.count()},
+                         {"min_retries_per_second", budget->min_retries_per_second},
+                         {"fallback", to_string(budget->fallback)}};
+  else
+    j["retry_budget"] = nullptr;
+  j["expired_messages"] = to_string(config.options.expired_messages);
 }
 
 void to_json(nlohmann::json& j, const action& a) {

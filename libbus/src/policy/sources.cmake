@@ -12,4 +12,6 @@ target_sources(bus_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/rule_set.cpp
   ${CMAKE_CURRENT_LIST_DIR}/schedule.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scopes.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/validate.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/validate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/retry_budget.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/deadline.cpp)

@@ -159,6 +159,9 @@ result<void> validate(const recoverability_options& options) {
   if (options.max_retry_time <= duration::zero())
     problems.push_back("max_retry_time is " + to_short_string(options.max_retry_time)
                        + "; it must be positive");
+  if (options.retry_budget)
+    for (auto& m : mistakes(*options.retry_budget))
+      problems.push_back(std::move(m));
   return verdict(problems);
 }
 

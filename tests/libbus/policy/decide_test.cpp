@@ -287,6 +287,8 @@ TEST_CASE("a total attempt budget cuts a retry-then-redeliver chain short at the
 }
 
 TEST_CASE("retrying stops 24 hours after the first failure unless the rule sets its own limit") {
+  // A redelivery that would fire after the limit is not scheduled (issue
+  // 14): the chain ends when the last redelivery in time has failed.
   const auto config = config_of([](bus::policy_builder& p) {
     p.on<http_error>().max_time(2h).redeliver(10, 1h, bus::backoff::constant);
     p.on_any().redeliver(100, 1h, bus::backoff::constant);
@@ -297,9 +299,11 @@ TEST_CASE("retrying stops 24 hours after the first failure unless the rule sets 
     std::string decision;
   };
   const std::vector<row> table = {
-      {std::make_exception_ptr(validation_error{}), 23h + 59min, "redeliver 1h"},
+      {std::make_exception_ptr(validation_error{}), 23h, "redeliver 1h"},
+      {std::make_exception_ptr(validation_error{}), 23h + 1min, "error"},
       {std::make_exception_ptr(validation_error{}), 24h, "error"},
-      {std::make_exception_ptr(http_error{500}), 1h + 59min, "redeliver 1h"},
+      {std::make_exception_ptr(http_error{500}), 1h, "redeliver 1h"},
+      {std::make_exception_ptr(http_error{500}), 1h + 1min, "error"},
       {std::make_exception_ptr(http_error{500}), 2h, "error"},
   };
   for (const auto& r : table) {

@@ -13,7 +13,9 @@ list(APPEND BUS_CORE_TEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/rule_set_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/schedule_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scopes_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/validate_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/validate_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/retry_budget_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/deadline_test.cpp)
 
 # Compile checks of the DSL: invalid chains must not compile. Each check
 # compiles one file with nothing but libbus's headers on the include path

@@ -30,6 +30,12 @@ bool is_dependency_kind(event_kind kind) {
          != std::end(dependency_kinds);
 }
 
+// Kinds the summary lists only when they happened, so that the expected
+// summaries of scenarios without them stay as they were (issue 14 on).
+constexpr event_kind optional_kinds[] = {
+  event_kind::retry_denied, event_kind::expired,
+};
+
 // The events that end a message: it is not delivered again.
 bool ends_message(event_kind kind) {
   return kind == event_kind::handled || kind == event_kind::dead_lettered
@@ -45,7 +51,8 @@ bool has_delay(event_kind kind) {
 bool has_reason(event_kind kind) {
   return kind == event_kind::dead_lettered || kind == event_kind::discarded
          || kind == event_kind::skipped || kind == event_kind::rate_limit_started
-         || kind == event_kind::rate_limit_ended || is_dependency_kind(kind);
+         || kind == event_kind::rate_limit_ended || is_dependency_kind(kind)
+         || kind == event_kind::retry_denied || kind == event_kind::expired;
 }
 
 } // namespace
@@ -165,6 +172,9 @@ nlohmann::ordered_json event_log::summary(const script_book& book) const {
       auto it = counts_.find(kind);
       events[std::string(to_string(kind))] = it == counts_.end() ? 0 : it->second;
     }
+  for (auto kind : optional_kinds)
+    if (auto it = counts_.find(kind); it != counts_.end() && it->second > 0)
+      events[std::string(to_string(kind))] = it->second;
   nlohmann::ordered_json by_message;
   for (const auto& name : messages_) {
     auto it = outcomes_.find(name);

@@ -327,4 +327,67 @@ std::optional<policy_spec> parse_policy(const node& n) {
   return p;
 }
 
+// Issue 14's retry budget: each field optional, each mistake at its path.
+std::optional<retry_budget_settings> parse_retry_budget(const node& n) {
+  auto o = n.as_object({"name", "ratio", "window", "min_retries_per_second", "fallback"});
+  if (!o)
+    return std::nullopt;
+  retry_budget_settings s;
+  bool ok = true;
+  if (auto f = o->get("name")) {
+    auto name = f->as_string();
+    if (name && name->empty()) {
+      f->error("expected a non-empty name (leave it out for the endpoint's own budget)");
+      name.reset();
+    }
+    ok = ok && name;
+    s.name = name.value_or("");
+  }
+  if (auto f = o->get("ratio")) {
+    if (!f->json().is_number() || f->json().get<double>() < 0 || f->json().get<double>() > 1000) {
+      f->error("expected a number of retries per first attempt between 0 and 1000, e.g. 0.2");
+      ok = false;
+    } else {
+      s.ratio = f->json().get<double>();
+    }
+  }
+  if (auto f = o->get("window")) {
+    auto window = f->as_duration();
+    if (window && (*window < std::chrono::seconds(1) || *window > std::chrono::hours(24))) {
+      f->error("expected a window between 1s and 24h");
+      window.reset();
+    }
+    ok = ok && window;
+    s.window = window.value_or(s.window);
+  }
+  if (auto f = o->get("min_retries_per_second")) {
+    auto floor = detail::int_at(*f, 0);
+    ok = ok && floor;
+    s.min_retries_per_second = floor.value_or(s.min_retries_per_second);
+  }
+  if (auto f = o->get("fallback")) {
+    auto text = f->as_string();
+    if (text && !parse_budget_fallback(*text, s.fallback)) {
+      f->error("unknown fallback \"" + *text + "\"; expected terminal, next_tier or longest_delay");
+      text.reset();
+    }
+    ok = ok && text;
+  }
+  if (!ok)
+    return std::nullopt;
+  return s;
+}
+
+std::optional<expired_action> parse_expired_action(const node& n) {
+  auto text = n.as_string();
+  if (!text)
+    return std::nullopt;
+  expired_action a{};
+  if (!bus::parse_expired_action(*text, a)) {
+    n.error("unknown action \"" + *text + "\"; expected discard or dead_letter");
+    return std::nullopt;
+  }
+  return a;
+}
+
 } // namespace bus::scenario

@@ -193,7 +193,7 @@ std::optional<rate_limit_spec> parse_rate_limit(const node& n) {
 std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std::string>& types) {
   auto o = n.as_object({"name", "slots", "error_queue", "policy", "unrecoverable",
                         "immediate_retries", "discard_faulted_messages", "rate_limit", "handlers",
-                        "depends_on"});
+                        "depends_on", "retry_budget", "expired_messages", "inherit_deadline"});
   if (!o)
     return std::nullopt;
   endpoint_spec e;
@@ -243,6 +243,19 @@ std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std
   } else {
     ok = false;
   }
+  if (auto f = o->get("retry_budget")) {
+    e.retry_budget = parse_retry_budget(*f);
+    ok = ok && e.retry_budget;
+  }
+  if (auto f = o->get("expired_messages")) {
+    e.expired_messages = parse_expired_action(*f);
+    ok = ok && e.expired_messages;
+  }
+  if (auto f = o->get("inherit_deadline")) {
+    auto on = f->as_bool();
+    ok = ok && on;
+    e.inherit_deadline = on.value_or(false);
+  }
   if (!ok)
     return std::nullopt;
   return e;
@@ -250,7 +263,8 @@ std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std
 
 bool parse_bus(const node& n, bus_spec& out) {
   auto o = n.as_object({"policy", "host_policy", "transport_policy", "unrecoverable",
-                        "max_retry_time", "jitter_seed", "dependencies"});
+                        "max_retry_time", "jitter_seed", "dependencies", "retry_budget",
+                        "expired_messages"});
   if (!o)
     return false;
   bool ok = true;
@@ -279,6 +293,14 @@ bool parse_bus(const node& n, bus_spec& out) {
     auto deps = parse_dependencies(*f);
     ok = ok && deps;
     out.dependencies = deps.value_or(std::vector<dependency_spec>{});
+  }
+  if (auto f = o->get("retry_budget")) {
+    out.retry_budget = parse_retry_budget(*f);
+    ok = ok && out.retry_budget;
+  }
+  if (auto f = o->get("expired_messages")) {
+    out.expired_messages = parse_expired_action(*f);
+    ok = ok && out.expired_messages;
   }
   return ok;
 }
@@ -324,7 +346,8 @@ bool decodes_as_message(const std::string& body) {
 // order-2, order-3.
 bool parse_send(const node& n, const scenario& s, const std::vector<std::string>& endpoints,
                 std::set<std::string>& names, std::vector<send_spec>& out) {
-  auto o = n.as_object({"name", "type", "to", "at", "count", "script", "malformed_body"});
+  auto o = n.as_object({"name", "type", "to", "at", "count", "script", "malformed_body",
+                        "time_to_live"});
   if (!o)
     return false;
   send_spec base;
@@ -381,6 +404,10 @@ bool parse_send(const node& n, const scenario& s, const std::vector<std::string>
                               "runs no script");
       ok = false;
     }
+  }
+  if (auto f = o->get("time_to_live")) {
+    base.time_to_live = f->as_duration();
+    ok = ok && base.time_to_live;
   }
   int count = 1;
   if (auto f = o->get("count")) {

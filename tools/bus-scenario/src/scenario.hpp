@@ -13,6 +13,8 @@
 
 #include "bus/dependency_breaker.hpp"
 #include "bus/policy/backoff.hpp"
+#include "bus/policy/deadline.hpp"
+#include "bus/policy/retry_budget.hpp"
 #include "exception_types.hpp"
 #include "json_reader.hpp"
 
@@ -124,6 +126,10 @@ struct endpoint_spec {
   std::optional<rate_limit_spec> rate_limit;
   std::vector<handler_spec> handlers;
   std::vector<std::string> depends_on; // dependency breakers it pauses for
+  // Issue 14: "retry_budget", "expired_messages", "inherit_deadline".
+  std::optional<retry_budget_settings> retry_budget;
+  std::optional<expired_action> expired_messages;
+  bool inherit_deadline = false;
 };
 
 // A dependency breaker declared in "bus": {"dependencies": {name: settings}}.
@@ -140,6 +146,9 @@ struct bus_spec {
   std::optional<duration> max_retry_time;
   std::optional<std::uint64_t> jitter_seed;
   std::vector<dependency_spec> dependencies;
+  // Issue 14: every endpoint's default budget and expired-message action.
+  std::optional<retry_budget_settings> retry_budget;
+  std::optional<expired_action> expired_messages;
 };
 
 // One message to send; a "count" in the file becomes several of these.
@@ -155,6 +164,8 @@ struct send_spec {
   // The text the message carries on the wire instead of its JSON: a body
   // that does not decode as the message type.
   std::optional<std::string> malformed_body;
+  // Issue 14: the message expires this long after it is sent.
+  std::optional<duration> time_to_live;
 };
 
 // What a fault<T> raised for a message must say ("expect": {"faults": ...}).
@@ -199,5 +210,10 @@ struct scenario {
 [[nodiscard]] std::optional<std::vector<std::string>> parse_dependency_names(const node& n);
 // {"inventory-db": {"consecutive_failures": 5, ...}, ...}.
 [[nodiscard]] std::optional<std::vector<dependency_spec>> parse_dependencies(const node& n);
+// {"name", "ratio", "window", "min_retries_per_second", "fallback"}, each
+// optional ({} is Finagle's defaults); a mistake names its field.
+[[nodiscard]] std::optional<retry_budget_settings> parse_retry_budget(const node& n);
+// "discard" or "dead_letter".
+[[nodiscard]] std::optional<expired_action> parse_expired_action(const node& n);
 
 } // namespace bus::scenario

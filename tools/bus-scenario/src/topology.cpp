@@ -138,6 +138,12 @@ void configure_endpoint(endpoint_builder& e, const endpoint_spec& spec,
     e.depends_on(name);
   for (const auto& h : spec.handlers)
     add_handler(e, h, book, system, actors);
+  if (spec.retry_budget)
+    e.retry_budget(*spec.retry_budget);
+  if (spec.expired_messages)
+    e.expired_messages(*spec.expired_messages);
+  if (spec.inherit_deadline)
+    e.inherit_deadline();
 }
 
 } // namespace
@@ -165,6 +171,10 @@ std::unique_ptr<handler_actors> configure_bus(bus_builder& b, const scenario& s,
     b.jitter_seed(*bus.jitter_seed);
   for (const auto& d : bus.dependencies)
     b.dependency(d.name, d.settings);
+  if (bus.retry_budget)
+    b.retry_budget(*bus.retry_budget);
+  if (bus.expired_messages)
+    b.expired_messages(*bus.expired_messages);
   for (const auto& spec : s.endpoints)
     b.endpoint(spec.name, [&](endpoint_builder& e) {
       configure_endpoint(e, spec, book, system, *actors);
@@ -177,6 +187,7 @@ result<void> send_message(message_bus& bus, const send_spec& m) {
   options.headers.set(scenario_name_header, m.name);
   if (m.malformed_body)
     options.headers.set(scenario_body_header, *m.malformed_body);
+  options.time_to_live = m.time_to_live;
   result<void> sent;
   with_message_slot(m.message_slot, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -11,9 +11,11 @@
 
 #include "bus/error.hpp"
 #include "bus/policy/action.hpp"
+#include "bus/policy/deadline.hpp"
 #include "bus/policy/error_context.hpp"
 #include "bus/policy/exception_type.hpp"
 #include "bus/policy/random.hpp"
+#include "bus/policy/retry_budget.hpp"
 #include "bus/policy/rule_set.hpp"
 #include "bus/policy/scopes.hpp"
 #include "bus/time.hpp"
@@ -75,6 +77,11 @@ struct recoverability_options {
   unrecoverable_exceptions unrecoverable;
   // Empty: default_policy() decides.
   custom_policy custom;
+  // Retries bounded as a share of first attempts (none: unbounded). The
+  // runtime keeps the budget and asks it; decide() never does.
+  std::optional<retry_budget_settings> retry_budget;
+  // What becomes of a message found expired before an attempt.
+  expired_action expired_messages = expired_action::discard;
 };
 
 struct recoverability_config {

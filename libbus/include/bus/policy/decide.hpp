@@ -20,6 +20,11 @@ namespace bus {
 //     queue; discard);
 //  4. a rule past its time limit (since the first failure) or its attempt
 //     budget ends its chain;
+//  4.5 a retry that would fire at or after the message's expiry
+//     (context.expires_at), or a redelivery that would fire after the time
+//     limit, ends its chain at once: the bus knows now that no
+//     attempt is left in time (redeliveries every 10 h with a 24 h limit
+//     end at 20 h, not 30 h);
 //  5. while immediate_attempts <= the rule's retries: immediate retry,
 //     delay of retry number immediate_attempts;
 //  6. while delivery_count < the rule's redeliveries: delayed retry, delay

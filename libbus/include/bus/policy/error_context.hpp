@@ -51,6 +51,9 @@ struct error_context {
   time_point now{};
   // The failing message; may be null (tests, explain()).
   const envelope* message = nullptr;
+  // When the message expires (its bus-expires-at header), if it does: no
+  // retry is scheduled to fire at or after it.
+  std::optional<time_point> expires_at;
 };
 
 // A context for the exception the runtime has looked into, so that one

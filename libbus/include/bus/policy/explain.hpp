@@ -59,6 +59,10 @@ struct explanation {
   // only while they are closed.
   std::vector<std::string> trips;
   std::string dependency_clause;
+  // The retry budget every retry of the plan is charged to, if any (the
+  // plan assumes it has room), and what an expired message becomes.
+  std::optional<retry_budget_settings> retry_budget;
+  expired_action expired_messages = expired_action::discard;
 };
 
 inline constexpr int explain_plan_limit = 1000;

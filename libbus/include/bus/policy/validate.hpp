@@ -28,7 +28,8 @@ namespace bus {
 // Every scope that defines rules, whether or not it wins resolution.
 [[nodiscard]] result<void> validate(const recoverability_scopes& scopes);
 
-// A non-positive max_retry_time.
+// A non-positive max_retry_time; a retry budget's mistakes (see
+// mistakes(const retry_budget_settings&)).
 [[nodiscard]] result<void> validate(const recoverability_options& options);
 
 } // namespace bus
