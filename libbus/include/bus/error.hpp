@@ -18,6 +18,8 @@ enum class errc {
   transport_failure,     // the transport could not carry out an operation
   not_running,           // the bus or endpoint is stopped or not started yet
   duplicate,             // a name registered twice
+  timeout,               // a request's reply did not come in time
+  request_failed,        // a request's handler failed for good: its fault<T> came back
 };
 
 [[nodiscard]] std::string_view to_string(errc code) noexcept;
