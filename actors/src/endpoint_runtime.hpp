@@ -32,6 +32,11 @@ struct endpoint_status {
   std::atomic<bool> stop_requested{false};
 };
 
+// Hands a message to the bus's scheduled sends (see scheduled_sends.hpp):
+// `queue` gets it once `delay` has passed; `done` says whether it is held.
+using send_later_function =
+  std::function<void(const std::string& queue, envelope msg, duration delay, completion done)>;
+
 class endpoint_runtime {
 public:
   // What the bus sets for all its endpoints alike.
@@ -44,6 +49,9 @@ public:
     // whatever the endpoint asks for, so that virtual time stays
     // deterministic (a detached actor would run on a real thread).
     bool deterministic = false;
+    // Where a handler's deferred messages go (ctx.defer); empty: to the
+    // transport's own delayed delivery, refused where it has none.
+    send_later_function send_later;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

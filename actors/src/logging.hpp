@@ -17,6 +17,8 @@ struct loggers {
   std::shared_ptr<spdlog::logger> discard;         // bus.discard
   std::shared_ptr<spdlog::logger> skipped;         // bus.skipped
   std::shared_ptr<spdlog::logger> rate_limit;      // bus.rate_limit
+  std::shared_ptr<spdlog::logger> request;         // bus.request: late or unknown replies
+  std::shared_ptr<spdlog::logger> scheduled_send;  // bus.scheduled_send: send_at, defer
 
   // Loggers writing to `sinks`; to standard error when there are none.
   static loggers make(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks);

@@ -19,4 +19,27 @@ envelope make_envelope(message_body body, std::string source, time_point now) {
   return env;
 }
 
+envelope stamp_outgoing(message_body body, std::string source, time_point now, std::string queue,
+                        send_options options, const envelope* received) {
+  auto env = make_envelope(std::move(body), std::move(source), now);
+  if (!options.message_id.empty())
+    env.message_id = std::move(options.message_id);
+  env.destination_address = std::move(queue);
+  env.correlation_id = options.correlation_id;
+  env.response_address = std::move(options.response_address);
+  env.fault_address = std::move(options.fault_address);
+  env.headers = std::move(options.headers);
+  if (received != nullptr)
+    carry_over(*received, env, options);
+  return env;
+}
+
+void carry_over(const envelope& received, envelope& out, const send_options& options) {
+  if (options.correlation_id.empty())
+    out.correlation_id =
+      received.correlation_id.empty() ? received.message_id : received.correlation_id;
+  // Hook: trace context (W3C traceparent/tracestate) carried over from `received`.
+  // Hook: the deadline of `received` carried over.
+}
+
 } // namespace bus::detail
