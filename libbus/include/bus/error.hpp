@@ -62,6 +62,16 @@ class [[nodiscard]] result<void> {
 public:
   result() = default;
   result(::bus::error err) : error_(std::move(err)), failed_(true) {}
+  // Any result seen only as success or failure, its value dropped: so code
+  // that kept `result<void> r = bus.send(...)` compiles now that sends
+  // return the message id.
+  template <class T>
+  result(const result<T>& other) {
+    if (!other) {
+      error_ = other.error();
+      failed_ = true;
+    }
+  }
 
   explicit operator bool() const noexcept { return !failed_; }
   [[nodiscard]] bool has_value() const noexcept { return !failed_; }
