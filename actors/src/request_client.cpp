@@ -48,45 +48,45 @@ caf::behavior client(client_actor* self, transport_ptr transport, loggers log, s
   self->set_exit_handler([=](caf::exit_msg& m) {
     auto waits = std::move(self->state.waits);
     for (auto& [correlation_id, w] : waits)
-      w.done(error{errc::not_running,
-                   "the bus was destroyed while request " + correlation_id + " waited for its reply"});
+      w.done(error{errc::not_running, "the bus was destroyed while request " + correlation_id
+                                          + " waited for its reply"});
     self->quit(m.reason);
   });
   return {
-    [=](expect_atom, std::string& correlation_id, duration timeout, reply_callback& done) {
-      auto& st = self->state;
-      if (st.waits.count(correlation_id) != 0) {
-        done(error{errc::duplicate, "a request with correlation id " + correlation_id
-                                      + " already waits for its reply"});
-        return;
-      }
-      auto id = st.next_id++;
-      st.waits.emplace(correlation_id, waiting{std::move(done), id});
-      self->delayed_send(self, timeout, expire_atom::value, correlation_id, id, timeout);
-    },
-    [=](abandon_atom, const std::string& correlation_id, error& why) {
-      answer(self, correlation_id, std::move(why));
-    },
-    [=](expire_atom, const std::string& correlation_id, std::uint64_t id, duration timeout) {
-      auto it = self->state.waits.find(correlation_id);
-      if (it == self->state.waits.end() || it->second.id != id)
-        return; // answered already
-      answer(self, correlation_id,
-             error{errc::timeout, "no reply to request " + correlation_id + " within "
-                                    + to_hms(timeout)});
-    },
-    [=](deliver_atom, delivery& d) {
-      auto& st = self->state;
-      if (auto acked = st.transport->ack(d.tag); !acked)
-        st.log.request->warn("cannot acknowledge reply {} on '{}': {}", d.message->message_id,
-                             st.queue, to_string(acked.error()));
-      const auto& correlation_id = d.message->correlation_id;
-      if (!answer(self, correlation_id, d.message))
-        st.log.request->warn(
-          "dropping reply {} of type '{}' on '{}': no request waits for correlation id '{}' "
-          "(it timed out, or was never sent from this bus)",
-          d.message->message_id, d.message->message_type, st.queue, correlation_id);
-    },
+      [=](expect_atom, std::string& correlation_id, duration timeout, reply_callback& done) {
+        auto& st = self->state;
+        if (st.waits.count(correlation_id) != 0) {
+          done(error{errc::duplicate, "a request with correlation id " + correlation_id
+                                          + " already waits for its reply"});
+          return;
+        }
+        auto id = st.next_id++;
+        st.waits.emplace(correlation_id, waiting{std::move(done), id});
+        self->delayed_send(self, timeout, expire_atom::value, correlation_id, id, timeout);
+      },
+      [=](abandon_atom, const std::string& correlation_id, error& why) {
+        answer(self, correlation_id, std::move(why));
+      },
+      [=](expire_atom, const std::string& correlation_id, std::uint64_t id, duration timeout) {
+        auto it = self->state.waits.find(correlation_id);
+        if (it == self->state.waits.end() || it->second.id != id)
+          return; // answered already
+        answer(self, correlation_id,
+               error{errc::timeout,
+                     "no reply to request " + correlation_id + " within " + to_hms(timeout)});
+      },
+      [=](deliver_atom, delivery& d) {
+        auto& st = self->state;
+        if (auto acked = st.transport->ack(d.tag); !acked)
+          st.log.request->warn("cannot acknowledge reply {} on '{}': {}", d.message->message_id,
+                               st.queue, to_string(acked.error()));
+        const auto& correlation_id = d.message->correlation_id;
+        if (!answer(self, correlation_id, d.message))
+          st.log.request->warn(
+              "dropping reply {} of type '{}' on '{}': no request waits for correlation id '{}' "
+              "(it timed out, or was never sent from this bus)",
+              d.message->message_id, d.message->message_type, st.queue, correlation_id);
+      },
   };
 }
 
@@ -94,8 +94,8 @@ caf::behavior client(client_actor* self, transport_ptr transport, loggers log, s
 
 request_client::request_client(caf::actor_system& system, transport_ptr transport, loggers log,
                                std::string reply_queue)
-  : system_(&system), transport_(std::move(transport)), log_(std::move(log)),
-    reply_queue_(std::move(reply_queue)) {
+    : system_(&system), transport_(std::move(transport)), log_(std::move(log)),
+      reply_queue_(std::move(reply_queue)) {
   actor_ = system_->spawn(detail::client, transport_, log_, reply_queue_);
 }
 
@@ -119,7 +119,7 @@ result<void> request_client::ready() {
   });
   if (!consumed)
     return error{consumed.error().code, "cannot consume the reply queue '" + reply_queue_
-                                          + "': " + consumed.error().message};
+                                            + "': " + consumed.error().message};
   consuming_ = true;
   return {};
 }

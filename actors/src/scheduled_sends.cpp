@@ -9,8 +9,8 @@ namespace bus::detail {
 
 namespace {
 
-using later_atom = caf::atom_constant<caf::atom("later")>;    // bus -> holder
-using due_atom = caf::atom_constant<caf::atom("due")>;        // holder -> itself
+using later_atom = caf::atom_constant<caf::atom("later")>;       // bus -> holder
+using due_atom = caf::atom_constant<caf::atom("due")>;           // holder -> itself
 using refused_atom = caf::atom_constant<caf::atom("refusedat")>; // transport -> holder
 
 // A message waiting for its time; its destination travels in
@@ -58,39 +58,39 @@ caf::behavior holder(holder_actor* self, transport_ptr transport, loggers log) {
   self->set_exit_handler([=](caf::exit_msg& m) {
     for (auto& msg : self->state.pending.drain())
       self->state.log.scheduled_send->error(
-        "the bus is gone: scheduled message {} for '{}' is lost (in memory nothing outlives the "
-        "bus)",
-        msg->message_id, msg->destination_address);
+          "the bus is gone: scheduled message {} for '{}' is lost (in memory nothing outlives the "
+          "bus)",
+          msg->message_id, msg->destination_address);
     self->quit(m.reason);
   });
   return {
-    [=](later_atom, held_message& msg, duration delay) {
-      self->state.pending.push(self->clock().now() + std::max(delay, duration::zero()),
-                               std::move(msg));
-      arm(self);
-    },
-    [=](due_atom, std::uint64_t generation) {
-      auto& st = self->state;
-      if (generation != st.generation)
-        return;
-      st.armed = false;
-      st.pending.pop_due(self->clock().now(), [&](held_message msg) { hand_over(self, msg); });
-      arm(self);
-    },
-    [=](refused_atom, held_message& msg, const std::string& why) {
-      self->state.log.scheduled_send->error(
-        "cannot deliver scheduled message {} to '{}': {}; trying again in 1 s", msg->message_id,
-        msg->destination_address, why);
-      self->state.pending.push(self->clock().now() + std::chrono::seconds(1), std::move(msg));
-      arm(self);
-    },
+      [=](later_atom, held_message& msg, duration delay) {
+        self->state.pending.push(self->clock().now() + std::max(delay, duration::zero()),
+                                 std::move(msg));
+        arm(self);
+      },
+      [=](due_atom, std::uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        st.armed = false;
+        st.pending.pop_due(self->clock().now(), [&](held_message msg) { hand_over(self, msg); });
+        arm(self);
+      },
+      [=](refused_atom, held_message& msg, const std::string& why) {
+        self->state.log.scheduled_send->error(
+            "cannot deliver scheduled message {} to '{}': {}; trying again in 1 s", msg->message_id,
+            msg->destination_address, why);
+        self->state.pending.push(self->clock().now() + std::chrono::seconds(1), std::move(msg));
+        arm(self);
+      },
   };
 }
 
 } // namespace
 
 scheduled_sends::scheduled_sends(caf::actor_system& system, transport_ptr transport, loggers log)
-  : system_(&system), transport_(std::move(transport)), log_(std::move(log)) {}
+    : system_(&system), transport_(std::move(transport)), log_(std::move(log)) {}
 
 scheduled_sends::~scheduled_sends() {
   if (holder_)
@@ -104,8 +104,7 @@ caf::actor scheduled_sends::holder() {
   return holder_;
 }
 
-void scheduled_sends::send_later(std::string queue, envelope msg, duration delay,
-                                 completion done) {
+void scheduled_sends::send_later(std::string queue, envelope msg, duration delay, completion done) {
   if (transport_->capabilities().delayed_delivery) {
     // The broker holds it: it survives this process.
     if (queue.empty()) {

@@ -99,23 +99,23 @@ TEST_CASE("a handler's send, publish and reply take the facade's options and ret
   auto b = h.builder();
   std::vector<std::string> ids;
   b.message<order_placed>("order_placed")
-    .message<invoice_requested>("invoice_requested")
-    .endpoint("billing", [&](bus::endpoint_builder& e) {
-      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
-        bus::send_options o;
-        o.correlation_id = "conversation-9";
-        o.response_address = "answers";
-        o.fault_address = "faults";
-        o.message_id = "idem-" + m.order_id;
-        o.headers.set("x-tenant", "acme");
-        ids.push_back(ctx.send("audit", invoice_requested{m.order_id, {}}, o).value());
-        ids.push_back(ctx.send("audit", invoice_requested{m.order_id, {"plain"}}).value());
-        ids.push_back(ctx.publish(invoice_requested{m.order_id, {"published"}}).value());
-        ids.push_back(ctx.reply(invoice_requested{m.order_id, {"reply"}},
-                                with_message_id("reply-1"))
-                        .value());
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("billing", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          bus::send_options o;
+          o.correlation_id = "conversation-9";
+          o.response_address = "answers";
+          o.fault_address = "faults";
+          o.message_id = "idem-" + m.order_id;
+          o.headers.set("x-tenant", "acme");
+          ids.push_back(ctx.send("audit", invoice_requested{m.order_id, {}}, o).value());
+          ids.push_back(ctx.send("audit", invoice_requested{m.order_id, {"plain"}}).value());
+          ids.push_back(ctx.publish(invoice_requested{m.order_id, {"published"}}).value());
+          ids.push_back(
+              ctx.reply(invoice_requested{m.order_id, {"reply"}}, with_message_id("reply-1"))
+                  .value());
+        });
       });
-    });
   auto& bus = h.start(b);
   REQUIRE(h.transport().declare_queue("audit"));
   REQUIRE(h.transport().declare_queue("answers"));
@@ -155,24 +155,23 @@ namespace {
 bus::message_bus& start_pricing(bus::testing::harness& h) {
   auto b = h.builder();
   b.name("shop")
-    .message<order_placed>("order_placed")
-    .message<invoice_requested>("invoice_requested")
-    .endpoint("pricing", [](bus::endpoint_builder& e) {
-      e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
-        if (m.order_id.empty())
-          throw std::invalid_argument("an order needs an id");
-        invoice_requested answer{m.order_id, {"line for " + std::to_string(m.amount)}};
-        if (m.amount == 99)
-          (void)ctx.defer(10s, ctx.message().response_address, answer);
-        else
-          (void)ctx.reply(answer);
+      .message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("pricing", [](bus::endpoint_builder& e) {
+        e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+          if (m.order_id.empty())
+            throw std::invalid_argument("an order needs an id");
+          invoice_requested answer{m.order_id, {"line for " + std::to_string(m.amount)}};
+          if (m.amount == 99)
+            (void)ctx.defer(10s, ctx.message().response_address, answer);
+          else
+            (void)ctx.reply(answer);
+        });
       });
-    });
   return h.start(b);
 }
 
-template <class T>
-struct captured {
+template <class T> struct captured {
   std::optional<bus::result<T>> value;
   std::function<void(bus::result<T>)> sink() {
     return [this](bus::result<T> r) { value.emplace(std::move(r)); };
@@ -206,7 +205,7 @@ TEST_CASE("a request whose handler fails for good gets its fault as an error, no
   const auto& err = got.value->error();
   CHECK(err.code == bus::errc::request_failed);
   CHECK_THAT(err.message, Catch::Contains("pricing") && Catch::Contains("an order needs an id")
-                            && Catch::Contains("std::invalid_argument"));
+                              && Catch::Contains("std::invalid_argument"));
   CHECK(h.elapsed() == 0s);
 }
 
@@ -289,16 +288,16 @@ TEST_CASE("ctx.defer sends to the handler's own endpoint or to a queue once the 
   auto b = h.builder();
   std::vector<std::string> deferred_ids;
   b.message<order_placed>("order_placed")
-    .message<invoice_requested>("invoice_requested")
-    .endpoint("orders", [&](bus::endpoint_builder& e) {
-      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
-        if (m.amount > 0) {
-          deferred_ids.push_back(ctx.defer(5min, order_placed{m.order_id, -1}).value());
-          deferred_ids.push_back(
-            ctx.defer(1min, "audit", invoice_requested{m.order_id, {}}).value());
-        }
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("orders", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          if (m.amount > 0) {
+            deferred_ids.push_back(ctx.defer(5min, order_placed{m.order_id, -1}).value());
+            deferred_ids.push_back(
+                ctx.defer(1min, "audit", invoice_requested{m.order_id, {}}).value());
+          }
+        });
       });
-    });
   auto& bus = h.start(b);
   REQUIRE(h.transport().declare_queue("audit"));
   auto sent = bus.send("orders", order_placed{"o-1", 10});
@@ -342,17 +341,18 @@ TEST_CASE("a routed type is sent without a queue name, from the facade and from 
   bus::testing::harness h;
   auto b = h.builder();
   b.message<order_placed>("order_placed")
-    .message<invoice_requested>("invoice_requested")
-    .route<order_placed>("orders")
-    .route<invoice_requested>("invoices")
-    .endpoint("orders", [](bus::endpoint_builder& e) {
-      e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
-        REQUIRE(ctx.send(invoice_requested{m.order_id, {}}));
+      .message<invoice_requested>("invoice_requested")
+      .route<order_placed>("orders")
+      .route<invoice_requested>("invoices")
+      .endpoint("orders",
+                [](bus::endpoint_builder& e) {
+                  e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+                    REQUIRE(ctx.send(invoice_requested{m.order_id, {}}));
+                  });
+                })
+      .endpoint("invoices", [](bus::endpoint_builder& e) {
+        e.handle<invoice_requested>([](const invoice_requested&) {});
       });
-    })
-    .endpoint("invoices", [](bus::endpoint_builder& e) {
-      e.handle<invoice_requested>([](const invoice_requested&) {});
-    });
   auto& bus = h.start(b);
   auto sent = bus.send(order_placed{"o-1", 1});
   REQUIRE(sent);
@@ -367,8 +367,8 @@ TEST_CASE("sending a type with no route is an error that names the type") {
   bus::testing::harness h;
   auto b = h.builder();
   b.message<order_placed>("order_placed")
-    .message<invoice_requested>("invoice_requested")
-    .route<order_placed>("orders");
+      .message<invoice_requested>("invoice_requested")
+      .route<order_placed>("orders");
   auto& bus = h.start(b);
   auto sent = bus.send(invoice_requested{"o-1", {}});
   REQUIRE_FALSE(sent);
@@ -395,15 +395,13 @@ TEST_CASE("the harness's events carry the virtual time since the harness started
   auto b = h.builder();
   int attempts = 0;
   b.message<order_placed>("order_placed")
-    .add_resilience([](bus::policy_builder& p) {
-      p.on_any().redeliver({10s}).jitter(false);
-    })
-    .endpoint("billing", [&](bus::endpoint_builder& e) {
-      e.handle<order_placed>([&](const order_placed&) {
-        if (attempts++ == 0)
-          throw std::runtime_error("first attempt fails");
+      .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({10s}).jitter(false); })
+      .endpoint("billing", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed&) {
+          if (attempts++ == 0)
+            throw std::runtime_error("first attempt fails");
+        });
       });
-    });
   h.advance(3s); // the harness started before the bus did
   auto& bus = h.start(b);
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}));

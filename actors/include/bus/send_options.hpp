@@ -17,8 +17,8 @@ struct send_options {
   std::string correlation_id;   // empty: none outside a handler; the handled message's inside one
   std::string response_address; // where replies go; empty: none
   std::string fault_address;    // where fault<T> goes; empty: the response address
-  bus::headers headers;         // the user's own; a bus-* header here is the caller's responsibility
-  std::string message_id;       // empty: a fresh one; set it for an idempotency key of your own
+  bus::headers headers;   // the user's own; a bus-* header here is the caller's responsibility
+  std::string message_id; // empty: a fresh one; set it for an idempotency key of your own
 };
 
 } // namespace bus

@@ -64,16 +64,17 @@ caf::actor_system_config& two_threads(caf::actor_system_config& cfg) {
 bus::bus_builder builder_on_broker(caf::actor_system& sys, const names& n) {
   bus::bus_builder b{sys};
   b.transport(bus::test::connect_transport())
-    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
-    .message<order_placed>(n.order)
-    .message<invoice_requested>(n.invoice);
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .message<order_placed>(n.order)
+      .message<invoice_requested>(n.invoice);
   return b;
 }
 
 } // namespace
 
-TEST_CASE("on RabbitMQ a request gets its reply, a failed request its fault, a silent one a timeout",
-          "[rabbitmq][request]") {
+TEST_CASE(
+    "on RabbitMQ a request gets its reply, a failed request its fault, a silent one a timeout",
+    "[rabbitmq][request]") {
   names n;
   auto pricing = bus::test::unique_name("pricing");
   auto silent = bus::test::unique_name("silent");
