@@ -15,6 +15,8 @@
 #include "outgoing.hpp"
 #include "tracing.hpp"
 #include "resilience_budget.hpp"
+#include "request_client.hpp"
+#include "scheduled_sends.hpp"
 #include "validation.hpp"
 
 namespace bus {
@@ -80,6 +82,18 @@ struct message_bus::impl {
   std::map<std::string, endpoint_entry> endpoints;
   std::atomic<phase> state{phase::created};
   bool deterministic = false; // CAF's test coordinator runs the actors
+  // Scheduled sends (send_at, defer) of the bus and its handlers; shared
+  // with every endpoint's runtime.
+  std::shared_ptr<detail::scheduled_sends> later;
+  std::mutex requests_mutex; // guards requests
+  std::shared_ptr<detail::request_client> requests; // made by the first request
+
+  std::shared_ptr<detail::request_client> request_client() {
+    std::lock_guard<std::mutex> guard(requests_mutex);
+    if (!requests)
+      requests = std::make_shared<detail::request_client>(*system, transport, log, name + "_replies");
+    return requests;
+  }
 
   // Declares the endpoint's queues and subscriptions, then spawns its actor.
   result<void> launch(endpoint_entry& e) {
@@ -101,7 +115,8 @@ struct message_bus::impl {
                                                 deterministic,
                                                 spans,
                                                 gates,
-                                                detail::budget_for(def, options, budgets)};
+                                                detail::budget_for(def, options, budgets),
+                                                send_later()};
     auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
                                                                e.status, std::move(settings));
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
@@ -116,6 +131,14 @@ struct message_bus::impl {
     }
     e.actor = std::move(actor);
     return {};
+  }
+
+  // How a handler's deferred message is handed to the scheduled sends.
+  detail::send_later_function send_later() const {
+    return [later = later](const std::string& queue, envelope msg, duration delay,
+                           completion done) {
+      later->send_later(queue, std::move(msg), delay, std::move(done));
+    };
   }
 
   static void stop_endpoint(const std::shared_ptr<detail::endpoint_status>& status,
@@ -324,6 +347,7 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->gates = detail::make_gates(dependencies_);
   state->deterministic =
     dynamic_cast<caf::scheduler::test_coordinator*>(&system_->scheduler()) != nullptr;
+  state->later = std::make_shared<detail::scheduled_sends>(*system_, transport_, state->log);
   for (auto& def : endpoints_) {
     auto key = def.name;
     state->endpoints[key].definition = std::move(def);
@@ -465,24 +489,23 @@ result<envelope> message_bus::stamp(const std::string& queue, result<message_bod
     return error{errc::not_running, "the bus is stopped; start() it again to send"};
   if (!body)
     return body.error();
-  auto env = detail::make_envelope(std::move(*body), impl_->name, impl_->clock());
-  env.destination_address = queue;
-  env.correlation_id = std::move(options.correlation_id);
-  env.response_address = std::move(options.response_address);
-  env.fault_address = std::move(options.fault_address);
-  env.headers = std::move(options.headers);
-  detail::start_trace(env);
-  detail::stamp_deadline(env, options, env.sent_at);
+  auto env = detail::stamp_outgoing(std::move(*body), impl_->name, impl_->clock(), queue,
+                                    std::move(options), nullptr);
+  detail::start_trace(env); // a valid traceparent of the caller's is kept
   return env;
 }
 
-result<void> message_bus::dispatch(const std::string& queue, result<message_body> body,
-                                   send_options options) {
+result<std::string> message_bus::dispatch(const std::string& queue, result<message_body> body,
+                                          send_options options) {
   auto env = stamp(queue, std::move(body), std::move(options));
   if (!env)
     return env.error();
-  return queue.empty() ? impl_->transport->publish(std::move(*env))
-                       : impl_->transport->send(queue, std::move(*env));
+  auto id = env->message_id;
+  auto sent = queue.empty() ? impl_->transport->publish(std::move(*env))
+                            : impl_->transport->send(queue, std::move(*env));
+  if (!sent)
+    return sent.error();
+  return id;
 }
 
 void message_bus::dispatch_async(const std::string& queue, result<message_body> body,
@@ -496,6 +519,69 @@ void message_bus::dispatch_async(const std::string& queue, result<message_body> 
     impl_->transport->async_publish(std::move(*env), std::move(done));
   else
     impl_->transport->async_send(queue, std::move(*env), std::move(done));
+}
+
+result<std::string> message_bus::dispatch_later(const std::string& queue,
+                                                result<message_body> body, send_options options,
+                                                duration delay) {
+  auto env = stamp(queue, std::move(body), std::move(options));
+  if (!env)
+    return env.error();
+  auto id = env->message_id;
+  // Called inline in memory, on the broker's I/O thread otherwise: this
+  // caller is outside the actors, so it may wait.
+  std::promise<result<void>> held;
+  auto future = held.get_future();
+  impl_->later->send_later(queue, std::move(*env), delay,
+                           [&held](result<void> r) { held.set_value(std::move(r)); });
+  if (auto r = future.get(); !r)
+    return r.error();
+  return id;
+}
+
+void message_bus::dispatch_request(const std::string& queue, result<message_body> body,
+                                   send_options options, duration timeout,
+                                   std::function<void(result<envelope_ptr>)> done) {
+  auto shared_client = impl_->request_client();
+  auto& client = *shared_client;
+  if (auto ready = client.ready(); !ready) {
+    done(ready.error());
+    return;
+  }
+  options.response_address = client.address();
+  auto env = stamp(queue, std::move(body), std::move(options));
+  if (!env) {
+    done(env.error());
+    return;
+  }
+  if (env->correlation_id.empty())
+    env->correlation_id = env->message_id;
+  auto correlation_id = env->correlation_id;
+  // The wait is registered before the request goes out, so its reply
+  // cannot come first.
+  client.expect(correlation_id, timeout, std::move(done));
+  impl_->transport->async_send(queue, std::move(*env),
+                               [shared_client, correlation_id](result<void> sent) {
+                                 if (!sent)
+                                   shared_client->abandon(correlation_id, sent.error());
+                               });
+}
+
+std::string message_bus::describe_failure(const std::string& message_id,
+                                          const std::string& endpoint, const std::string& reason,
+                                          const std::string& exception_type,
+                                          const std::string& exception_message) {
+  return "request " + message_id + " failed in endpoint '" + endpoint + "' (" + reason
+         + "): " + exception_type + ": " + exception_message;
+}
+
+duration message_bus::until(time_point when) const {
+  auto left = std::chrono::duration_cast<duration>(when - impl_->clock());
+  return std::max(left, duration::zero());
+}
+
+std::shared_ptr<const message_registry> message_bus::shared_registry() const {
+  return impl_->registry;
 }
 
 } // namespace bus

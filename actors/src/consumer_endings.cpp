@@ -462,6 +462,16 @@ void skip_message(consumer* self) {
                             to_self(self, ending_step::skipped_queue));
 }
 
+// A deferred message of the outbox (ctx.defer): to the bus's scheduled
+// sends, else to the transport's own delayed delivery.
+static void send_later(const endpoint_runtime& rt, outgoing_message out, completion done) {
+  if (rt.config().send_later)
+    rt.config().send_later(out.queue, std::move(out.message), out.delay, std::move(done));
+  else
+    rt.transport().async_send_delayed(out.queue, std::move(out.message), out.delay,
+                                      std::move(done));
+}
+
 void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
   auto& cur = current(self);
   if (outbox.empty()) {
@@ -473,6 +483,10 @@ void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
   for (auto& out : outbox) {
     if (runtime(self).definition().inherit_deadline) // issue 14, opt-in
       inherit_deadline(out.message, *cur.item.message);
+    if (out.delay > duration::zero()) {
+      send_later(runtime(self), std::move(out), to_self(self, ending_step::outbox));
+      continue;
+    }
     if (out.queue.empty())
       transport.async_publish(std::move(out.message), to_self(self, ending_step::outbox));
     else

@@ -36,6 +36,11 @@ struct endpoint_status {
   std::atomic<bool> stop_requested{false};
 };
 
+// Hands a message to the bus's scheduled sends (see scheduled_sends.hpp):
+// `queue` gets it once `delay` has passed; `done` says whether it is held.
+using send_later_function =
+  std::function<void(const std::string& queue, envelope msg, duration delay, completion done)>;
+
 class endpoint_runtime {
 public:
   // What the bus sets for all its endpoints alike.
@@ -54,6 +59,9 @@ public:
     std::shared_ptr<const dependency_gates> gates;
     // The retry budget the consumers charge (issue 14); null: none.
     std::shared_ptr<bus::retry_budget> budget;
+    // Where a handler's deferred messages go (ctx.defer); empty: to the
+    // transport's own delayed delivery, refused where it has none.
+    send_later_function send_later;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

@@ -20,17 +20,17 @@ void handler_context::retry(std::string reason) {
   verdict_ = std::make_exception_ptr(retry_requested(reason));
 }
 
-result<void> handler_context::stage(std::string queue, result<message_body> body) {
+result<std::string> handler_context::stage(std::string queue, result<message_body> body,
+                                           send_options options, duration delay) {
   if (!body)
     return body.error();
-  auto env = detail::make_envelope(std::move(*body), endpoint_, now_);
-  // Everything a handler sends belongs to the conversation of what it handles.
-  env.correlation_id = message_->correlation_id.empty() ? message_->message_id
-                                                        : message_->correlation_id;
-  env.destination_address = queue;
+  auto env = detail::stamp_outgoing(std::move(*body), endpoint_, now_, queue, std::move(options),
+                                    message_);
+  // After the caller's headers: a valid traceparent of theirs is kept.
   detail::carry_trace(*message_, attempt_, now_, env);
-  outbox_.push_back(outgoing_message{std::move(queue), std::move(env)});
-  return {};
+  auto id = env.message_id;
+  outbox_.push_back(outgoing_message{std::move(queue), std::move(env), delay});
+  return id;
 }
 
 } // namespace bus

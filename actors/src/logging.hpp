@@ -25,6 +25,8 @@ struct loggers {
   std::shared_ptr<spdlog::logger> skipped;         // bus.skipped
   std::shared_ptr<spdlog::logger> rate_limit;      // bus.rate_limit
   std::shared_ptr<spdlog::logger> retry_budget;    // bus.retry_budget (warn): a retry refused
+  std::shared_ptr<spdlog::logger> request;         // bus.request: late or unknown replies
+  std::shared_ptr<spdlog::logger> scheduled_send;  // bus.scheduled_send: send_at, defer
   bool json = false;             // one JSON object per line
   std::size_t text_limit = 4096; // exception texts in a line are cut to this (fault_text_limit)
 

@@ -11,6 +11,8 @@ std::string_view to_string(errc code) noexcept {
     case errc::transport_failure: return "transport_failure";
     case errc::not_running: return "not_running";
     case errc::duplicate: return "duplicate";
+    case errc::timeout: return "timeout";
+    case errc::request_failed: return "request_failed";
   }
   return "unknown_error";
 }

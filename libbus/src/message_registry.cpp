@@ -59,4 +59,26 @@ result<message_body> message_registry::ensure_typed(std::string_view type_name,
   return decode(type_name, *text);
 }
 
+result<void> message_registry::route(std::type_index type, std::string queue) {
+  auto known = find(type);
+  if (!known)
+    return error{errc::unknown_message_type, std::string("cannot route C++ type ") + type.name()
+                                               + ": register it as a message first"};
+  if (queue.empty())
+    return error{errc::invalid_configuration,
+                 "the route of message type '" + known->name + "' names no queue"};
+  routes_[type] = std::move(queue);
+  return {};
+}
+
+result<std::string> message_registry::route_of(std::type_index type) const {
+  if (auto it = routes_.find(type); it != routes_.end())
+    return it->second;
+  auto known = find(type);
+  auto what = known ? "message type '" + known->name + "'"
+                    : std::string("C++ type ") + type.name() + " (not a registered message)";
+  return error{errc::invalid_configuration,
+               what + " has no route: name a queue, or route it with bus_builder::route<T>(queue)"};
+}
+
 } // namespace bus

@@ -131,3 +131,31 @@ TEST_CASE("registering a message registers its fault event, which round-trips to
   CHECK(f->immediate_retries == 3);
   CHECK(f->delivery_count == 2);
 }
+
+TEST_CASE("a type routes to the queue given last, and a type without a route is named in the error") {
+  auto r = registry_with_orders();
+  REQUIRE(r.route<order_placed>("orders"));
+  REQUIRE(r.route<order_placed>("billing"));
+  auto routed = r.route_of<order_placed>();
+  REQUIRE(routed);
+  CHECK(*routed == "billing");
+
+  auto unrouted = r.route_of<invoice_requested>();
+  REQUIRE_FALSE(unrouted);
+  CHECK(unrouted.error().code == errc::invalid_configuration);
+  CHECK_THAT(unrouted.error().message, Catch::Contains("message type 'invoice_requested' has no route"));
+
+  auto empty = r.route<invoice_requested>("");
+  REQUIRE_FALSE(empty);
+  CHECK(empty.error().code == errc::invalid_configuration);
+}
+
+TEST_CASE("only a registered message can be routed") {
+  bus::message_registry r;
+  auto refused = r.route<order_placed>("orders");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == errc::unknown_message_type);
+  auto unrouted = r.route_of<order_placed>();
+  REQUIRE_FALSE(unrouted);
+  CHECK_THAT(unrouted.error().message, Catch::Contains("not a registered message"));
+}

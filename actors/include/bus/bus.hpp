@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <map>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,7 @@
 #include "bus/headers.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/spans.hpp"
+#include "bus/send_options.hpp"
 #include "bus/transport.hpp"
 
 namespace caf {
@@ -45,17 +47,8 @@ class sink;
 
 namespace bus {
 
-// Optional fields of a message sent from outside a handler.
-struct send_options {
-  std::string correlation_id;
-  std::string response_address;
-  std::string fault_address;
-  bus::headers headers;
-  // The message expires (bus-expires-at) this long after it is sent, or at
-  // this time; with both, the earlier. An expired message is never run.
-  std::optional<duration> time_to_live;
-  std::optional<time_point> expires_at;
-};
+// send_options (the optional fields of a send) is in bus/send_options.hpp,
+// shared with the handler context.
 
 class message_bus;
 
@@ -76,6 +69,13 @@ public:
   }
 
   bus_builder& transport(transport_ptr transport);
+
+  // Routing by type: sends of T that name no queue (bus.send(msg),
+  // ctx.send(msg), send_after, request) go to `queue`. Register T first.
+  template <class T>
+  bus_builder& route(std::string queue) {
+    return remember(registry_->route<T>(std::move(queue)));
+  }
 
   // Adds an endpoint; `configure` fills in its slots and handlers.
   bus_builder& endpoint(std::string name, const std::function<void(endpoint_builder&)>& configure);
@@ -197,17 +197,97 @@ public:
   result<void> remove_endpoint(const std::string& name);
 
   // Sends `msg` to `queue` and returns once the transport has it (on a
-  // broker: once the broker confirmed it). errc::not_running once the bus
-  // stopped. Thread-safe; for callers outside actors (an actor uses the
+  // broker: once the broker confirmed it), with the id of the message sent
+  // (options.message_id if set). errc::not_running once the bus stopped.
+  // Thread-safe; for callers outside actors (an actor uses the
   // non-blocking form, or a handler's context).
   template <class T>
-  result<void> send(const std::string& queue, T msg, send_options options = {}) {
+  result<std::string> send(const std::string& queue, T msg, send_options options = {}) {
     return dispatch(queue, registry().make_body(std::move(msg)), std::move(options));
   }
 
+  // Sends `msg` to the queue T is routed to (bus_builder::route<T>);
+  // errc::invalid_configuration, naming the type, if it has no route.
   template <class T>
-  result<void> publish(T msg, send_options options = {}) {
+  result<std::string> send(T msg, send_options options = {}) {
+    auto queue = registry().route_of<T>();
+    if (!queue)
+      return queue.error();
+    return send(*queue, std::move(msg), std::move(options));
+  }
+
+  template <class T>
+  result<std::string> publish(T msg, send_options options = {}) {
     return dispatch({}, registry().make_body(std::move(msg)), std::move(options));
+  }
+
+  // Scheduled sends: `msg` reaches `queue` once `delay` has passed (or at
+  // `when`, by the bus's clock: virtual time on CAF's test coordinator).
+  // Held as redeliveries are: on a broker with delayed delivery (RabbitMQ's
+  // delay levels) from the moment this returns, so it survives a restart
+  // of this process; in memory by the bus's scheduler, lost with the bus.
+  // Returns the message id. Blocking like send(); thread-safe.
+  template <class T>
+  result<std::string> send_after(duration delay, const std::string& queue, T msg,
+                                 send_options options = {}) {
+    return dispatch_later(queue, registry().make_body(std::move(msg)), std::move(options), delay);
+  }
+  template <class T>
+  result<std::string> send_after(duration delay, T msg, send_options options = {}) {
+    auto queue = registry().route_of<T>();
+    if (!queue)
+      return queue.error();
+    return send_after(delay, *queue, std::move(msg), std::move(options));
+  }
+  template <class T>
+  result<std::string> send_at(time_point when, const std::string& queue, T msg,
+                              send_options options = {}) {
+    return send_after(until(when), queue, std::move(msg), std::move(options));
+  }
+  template <class T>
+  result<std::string> send_at(time_point when, T msg, send_options options = {}) {
+    return send_after(until(when), std::move(msg), std::move(options));
+  }
+
+  // Request/response: sends `msg` to `queue` with this bus's reply queue
+  // (`<name>_replies`) as its response address and its message id as its
+  // correlation id (unless options set one), and waits for the handler's
+  // ctx.reply(...). Returns the reply, or an error: errc::timeout if none
+  // came within `timeout` (a later one is logged and dropped),
+  // errc::request_failed if the request failed for good (its fault<T>
+  // came back; the error names the endpoint, the exception and the
+  // reason), or why it could not be sent. options.response_address is
+  // replaced; a fault_address of your own sends the fault elsewhere.
+  // Blocks: for callers outside actors, never on CAF's test coordinator.
+  template <class Reply, class T>
+  result<Reply> request(const std::string& queue, T msg, duration timeout,
+                        send_options options = {}) {
+    std::promise<result<Reply>> promise;
+    auto future = promise.get_future();
+    request_async<Reply>(queue, std::move(msg), timeout,
+                         [&promise](result<Reply> r) { promise.set_value(std::move(r)); },
+                         std::move(options));
+    return future.get();
+  }
+  template <class Reply, class T>
+  result<Reply> request(T msg, duration timeout, send_options options = {}) {
+    auto queue = registry().route_of<T>();
+    if (!queue)
+      return queue.error();
+    return request<Reply>(*queue, std::move(msg), timeout, std::move(options));
+  }
+
+  // The non-blocking request, for actors and tests on virtual time: returns
+  // at once and calls `done` exactly once with what request() would have
+  // returned, on an actor's thread (or inline when it cannot be sent).
+  // `done` must not block.
+  template <class Reply, class T>
+  void request_async(const std::string& queue, T msg, duration timeout,
+                     std::function<void(result<Reply>)> done, send_options options = {}) {
+    dispatch_request(queue, registry().make_body(std::move(msg)), std::move(options), timeout,
+                     [registry = shared_registry(), done = std::move(done)](result<envelope_ptr> got) {
+                       done(take_reply<Reply, T>(*registry, got));
+                     });
   }
 
   // The non-blocking forms: they return at once and call `done` exactly
@@ -237,13 +317,45 @@ private:
   friend class bus_builder;
   explicit message_bus(std::unique_ptr<impl> state);
 
+  // The reply a request waited for, as a Reply, or the error it stands for.
+  // (Static, on a shared registry: it may run after the bus is gone.)
+  template <class Reply, class Request>
+  static result<Reply> take_reply(const message_registry& registry,
+                                  const result<envelope_ptr>& got) {
+    if (!got)
+      return got.error();
+    const envelope& env = **got;
+    auto body = registry.ensure_typed(env.message_type, env.body);
+    if (!body)
+      return body.error();
+    if (const auto* reply = body->template get<Reply>())
+      return *reply;
+    if (const auto* f = body->template get<fault<Request>>())
+      return error{errc::request_failed,
+                   describe_failure(f->message_id, f->endpoint, f->reason, f->exception_type,
+                                    f->exception_message)};
+    return error{errc::unknown_message_type,
+                 "the reply " + env.message_id + " is a '" + env.message_type
+                   + "', not the reply type the request waits for"};
+  }
+  static std::string describe_failure(const std::string& message_id, const std::string& endpoint,
+                                      const std::string& reason, const std::string& exception_type,
+                                      const std::string& exception_message);
+  [[nodiscard]] std::shared_ptr<const message_registry> shared_registry() const;
+  // How long from now until `when`, by the bus's clock (zero if past).
+  [[nodiscard]] duration until(time_point when) const;
+
   // The envelope a send from outside a handler carries, or why there is none.
   result<envelope> stamp(const std::string& queue, result<message_body> body,
                          send_options options);
-  result<void> dispatch(const std::string& queue, result<message_body> body,
-                        send_options options);
+  result<std::string> dispatch(const std::string& queue, result<message_body> body,
+                               send_options options);
   void dispatch_async(const std::string& queue, result<message_body> body, send_options options,
                       completion done);
+  result<std::string> dispatch_later(const std::string& queue, result<message_body> body,
+                                     send_options options, duration delay);
+  void dispatch_request(const std::string& queue, result<message_body> body, send_options options,
+                        duration timeout, std::function<void(result<envelope_ptr>)> done);
 
   std::unique_ptr<impl> impl_;
 };

@@ -5,6 +5,13 @@
 //
 // A context belongs to one attempt on one consumer actor: not thread-safe,
 // not to be kept after the handler returns.
+//
+// Every send takes the facade's send_options and returns the id of the
+// message it buffered. What the bus carries over by itself from the message
+// being handled, unless the options say otherwise: its correlation id (or
+// its message id when it has none), so replies and follow-ups join its
+// conversation; the bus has no conversation id apart from that. Trace
+// context and deadlines are carried in the same place (detail::carry_over).
 #pragma once
 
 #include <atomic>
@@ -17,6 +24,7 @@
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
 #include "bus/message_registry.hpp"
+#include "bus/send_options.hpp"
 
 namespace bus {
 
@@ -25,6 +33,7 @@ namespace bus {
 struct outgoing_message {
   std::string queue;
   envelope message;
+  duration delay{}; // > 0: held for this long first (defer), by the scheduler or the broker
 };
 
 class handler_context {
@@ -54,24 +63,51 @@ public:
 
   // Buffers `msg` for `queue`. Fails only if T is not a registered message.
   template <class T>
-  result<void> send(std::string queue, T msg) {
-    return stage(std::move(queue), registry_->make_body(std::move(msg)));
+  result<std::string> send(std::string queue, T msg, send_options options = {}) {
+    return stage(std::move(queue), registry_->make_body(std::move(msg)), std::move(options), {});
+  }
+
+  // Buffers `msg` for the queue T is routed to (bus_builder::route<T>);
+  // errc::invalid_configuration, naming the type, if it has no route.
+  template <class T>
+  result<std::string> send(T msg, send_options options = {}) {
+    auto queue = registry_->route_of<T>();
+    if (!queue)
+      return queue.error();
+    return send(std::move(*queue), std::move(msg), std::move(options));
   }
 
   // Buffers `msg` for every endpoint subscribed to T.
   template <class T>
-  result<void> publish(T msg) {
-    return stage({}, registry_->make_body(std::move(msg)));
+  result<std::string> publish(T msg, send_options options = {}) {
+    return stage({}, registry_->make_body(std::move(msg)), std::move(options), {});
   }
 
   // Buffers `msg` for the response address of the message being handled;
-  // errc::invalid_configuration if it has none.
+  // errc::invalid_configuration if it has none. The reply carries the
+  // handled message's correlation id, which is what a waiting
+  // message_bus::request matches it by.
   template <class T>
-  result<void> reply(T msg) {
+  result<std::string> reply(T msg, send_options options = {}) {
     if (message_->response_address.empty())
       return error{errc::invalid_configuration,
                    "message " + message_id() + " has no response address to reply to"};
-    return send(message_->response_address, std::move(msg));
+    return send(message_->response_address, std::move(msg), std::move(options));
+  }
+
+  // Buffers `msg` for this endpoint's own queue, to arrive once `delay` has
+  // passed after the handler succeeded (a timeout, a reminder, a saga's
+  // next step). Held as redeliveries are: by the bus's scheduler in memory,
+  // by the broker's delay levels on RabbitMQ (it survives a restart there).
+  template <class T>
+  result<std::string> defer(duration delay, T msg, send_options options = {}) {
+    return defer(delay, endpoint_, std::move(msg), std::move(options));
+  }
+  // The same, for `queue`.
+  template <class T>
+  result<std::string> defer(duration delay, std::string queue, T msg, send_options options = {}) {
+    return stage(std::move(queue), registry_->make_body(std::move(msg)), std::move(options),
+                 delay);
   }
 
   // Ends this attempt as poison: the message goes to the error queue at
@@ -89,7 +125,8 @@ public:
   [[nodiscard]] std::vector<outgoing_message> take_outbox() noexcept { return std::move(outbox_); }
 
 private:
-  result<void> stage(std::string queue, result<message_body> body);
+  result<std::string> stage(std::string queue, result<message_body> body, send_options options,
+                            duration delay);
 
   const envelope* message_;
   const message_registry* registry_;

@@ -27,7 +27,7 @@ struct harness::impl {
   std::ostringstream log_text;
   std::shared_ptr<spdlog::sinks::ostream_sink_st> log_sink =
     std::make_shared<spdlog::sinks::ostream_sink_st>(log_text);
-  std::vector<bus_event> events;
+  std::vector<recorded_event> events;
   std::unique_ptr<message_bus> bus;
 
   // The earliest pending timer, if any.
@@ -82,7 +82,13 @@ bus_builder harness::builder() {
   b.transport(impl_->transport)
     .log_sinks({impl_->log_sink})
     .jitter_seed(42)
-    .observe([events = &impl_->events](const bus_event& e) { events->push_back(e); });
+    .observe([state = impl_.get()](const bus_event& e) {
+      // On the test coordinator's one thread: its clock is the event's time.
+      recorded_event r{e, {}};
+      r.since_start =
+        std::chrono::duration_cast<duration>(state->sched.clock().now() - state->started);
+      state->events.push_back(std::move(r));
+    });
   return b;
 }
 
@@ -128,18 +134,18 @@ void harness::stop() {
   impl_->sched.run();
 }
 
-const std::vector<bus_event>& harness::events() const noexcept { return impl_->events; }
+const std::vector<recorded_event>& harness::events() const noexcept { return impl_->events; }
 
-std::vector<bus_event> harness::events_of(event_kind kind) const {
-  std::vector<bus_event> out;
+std::vector<recorded_event> harness::events_of(event_kind kind) const {
+  std::vector<recorded_event> out;
   for (const auto& e : impl_->events)
     if (e.kind == kind)
       out.push_back(e);
   return out;
 }
 
-std::vector<bus_event> harness::events_for(const std::string& message_id) const {
-  std::vector<bus_event> out;
+std::vector<recorded_event> harness::events_for(const std::string& message_id) const {
+  std::vector<recorded_event> out;
   for (const auto& e : impl_->events)
     if (e.message_id == message_id)
       out.push_back(e);

@@ -18,6 +18,8 @@ enum class errc {
   transport_failure,     // the transport could not carry out an operation
   not_running,           // the bus or endpoint is stopped or not started yet
   duplicate,             // a name registered twice
+  timeout,               // a request's reply did not come in time
+  request_failed,        // a request's handler failed for good: its fault<T> came back
 };
 
 [[nodiscard]] std::string_view to_string(errc code) noexcept;
@@ -60,6 +62,16 @@ class [[nodiscard]] result<void> {
 public:
   result() = default;
   result(::bus::error err) : error_(std::move(err)), failed_(true) {}
+  // Any result seen only as success or failure, its value dropped: so code
+  // that kept `result<void> r = bus.send(...)` compiles now that sends
+  // return the message id.
+  template <class T>
+  result(const result<T>& other) {
+    if (!other) {
+      error_ = other.error();
+      failed_ = true;
+    }
+  }
 
   explicit operator bool() const noexcept { return !failed_; }
   [[nodiscard]] bool has_value() const noexcept { return !failed_; }

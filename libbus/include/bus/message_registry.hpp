@@ -88,9 +88,27 @@ public:
   // Registered types, each message's fault<T> included.
   [[nodiscard]] std::size_t size() const noexcept { return by_name_.size(); }
 
+  // Routing by type: a send of a T that names no queue goes to `queue`.
+  // T must be registered first; a second route for T replaces the first.
+  // errc::unknown_message_type or invalid_configuration (empty queue).
+  template <class T>
+  result<void> route(std::string queue) {
+    return route(std::type_index(typeid(T)), std::move(queue));
+  }
+  result<void> route(std::type_index type, std::string queue);
+
+  // The queue routed for T; an errc::invalid_configuration error that names
+  // the type (its registered name, or its C++ name) when it has none.
+  template <class T>
+  [[nodiscard]] result<std::string> route_of() const {
+    return route_of(std::type_index(typeid(T)));
+  }
+  [[nodiscard]] result<std::string> route_of(std::type_index type) const;
+
 private:
   std::unordered_map<std::string, message_type_ptr> by_name_;
   std::unordered_map<std::type_index, message_type_ptr> by_type_;
+  std::unordered_map<std::type_index, std::string> routes_;
 };
 
 } // namespace bus

@@ -29,6 +29,13 @@ class actor_system;
 
 namespace bus::testing {
 
+// An event as the harness recorded it: the bus's event (whose `at` is a
+// wall-clock time) and the virtual time since the harness started, which
+// is what a test of timing asserts on.
+struct recorded_event : bus_event {
+  duration since_start{};
+};
+
 class harness {
 public:
   harness();
@@ -62,10 +69,10 @@ public:
   // Stops the bus and lets its endpoints drain (on virtual time).
   void stop();
 
-  // What happened, in order.
-  [[nodiscard]] const std::vector<bus_event>& events() const noexcept;
-  [[nodiscard]] std::vector<bus_event> events_of(event_kind kind) const;
-  [[nodiscard]] std::vector<bus_event> events_for(const std::string& message_id) const;
+  // What happened, in order, each with its virtual time since the start.
+  [[nodiscard]] const std::vector<recorded_event>& events() const noexcept;
+  [[nodiscard]] std::vector<recorded_event> events_of(event_kind kind) const;
+  [[nodiscard]] std::vector<recorded_event> events_for(const std::string& message_id) const;
   // Log lines written by the bus's loggers, as "[logger] [level] text".
   [[nodiscard]] std::vector<std::string> log_lines() const;
 

@@ -1,0 +1,69 @@
+// The receiving half of message_bus::request: one reply queue per bus
+// (`<bus name>_replies`), consumed by one actor that matches each reply to
+// the request waiting for it by correlation id. A request registers its
+// wait before its message goes out, so no reply can come before it. A
+// request that hears nothing within its timeout is answered errc::timeout
+// and forgotten; a reply that comes later (or to nobody) is acknowledged,
+// logged on bus.request and dropped, so nothing piles up.
+//
+// On RabbitMQ the reply queue is an ordinary durable queue named after the
+// bus: give each process its own bus name when several share a broker.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include "bus/transport.hpp"
+#include "logging.hpp"
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace bus::detail {
+
+// What a request waits for: the reply's envelope (a fault<T> included), or
+// why there is none. Called exactly once, on the client's actor thread.
+using reply_callback = std::function<void(result<envelope_ptr>)>;
+
+class request_client {
+public:
+  request_client(caf::actor_system& system, transport_ptr transport, loggers log,
+                 std::string reply_queue);
+  ~request_client(); // stops consuming; waiting requests get errc::not_running
+  request_client(const request_client&) = delete;
+  request_client& operator=(const request_client&) = delete;
+
+  // Declares the reply queue and starts consuming it, on the first call;
+  // later calls return what the first returned, or try again after a
+  // failure. Thread-safe. Not from inside a transport's callback.
+  result<void> ready();
+  [[nodiscard]] const std::string& address() const noexcept { return reply_queue_; }
+
+  // Waits up to `timeout` for the reply correlated by `correlation_id`.
+  // errc::duplicate at once if another request waits for that id. Call it
+  // before the request goes out. Thread-safe.
+  void expect(std::string correlation_id, duration timeout, reply_callback done);
+  // The request could not be sent: its wait ends with `why`. Thread-safe.
+  void abandon(std::string correlation_id, error why);
+
+private:
+  caf::actor_system* system_;
+  transport_ptr transport_;
+  loggers log_;
+  std::string reply_queue_;
+  std::mutex mutex_; // guards consuming_
+  bool consuming_ = false;
+  caf::actor actor_;
+};
+
+} // namespace bus::detail
+
+// In process only, never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::detail::reply_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::error)

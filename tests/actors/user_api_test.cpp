@@ -1,0 +1,415 @@
+// What a user of the bus reaches for after the first message (issue 16),
+// on the in-memory transport and virtual time: message ids from every
+// send, a handler's sends with options, request/response, scheduled sends,
+// routing by type, and the harness's time since its start.
+#include <catch2/catch.hpp>
+
+#include <optional>
+
+#include "bus/header_names.hpp"
+#include "bus/testing/harness.hpp"
+#include "support/sample_messages.hpp"
+
+using namespace std::chrono_literals;
+using bus::event_kind;
+using bus::test::invoice_requested;
+using bus::test::order_placed;
+
+namespace {
+
+// Every message of `queue` the harness's transport holds.
+std::vector<bus::envelope_ptr> held(bus::testing::harness& h, const std::string& queue) {
+  return h.queue(queue);
+}
+
+// The handled events of `endpoint`, in order.
+std::vector<bus::testing::recorded_event> handled_by(const bus::testing::harness& h,
+                                                     const std::string& endpoint) {
+  std::vector<bus::testing::recorded_event> out;
+  for (const auto& e : h.events_of(event_kind::handled))
+    if (e.endpoint == endpoint)
+      out.push_back(e);
+  return out;
+}
+
+bus::send_options with_message_id(std::string id) {
+  bus::send_options o;
+  o.message_id = std::move(id);
+  return o;
+}
+
+bus::send_options with_response_address(std::string address) {
+  bus::send_options o;
+  o.response_address = std::move(address);
+  return o;
+}
+
+bool logged(const bus::testing::harness& h, const std::string& part) {
+  for (const auto& line : h.log_lines())
+    if (line.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
+} // namespace
+
+// -- 1. message ids -------------------------------------------------------------------
+
+TEST_CASE("send and publish return the id of the message they sent") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").message<invoice_requested>("invoice_requested");
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  REQUIRE(h.transport().subscribe("audit", "invoice_requested"));
+
+  auto sent = bus.send("audit", order_placed{"o-1", 1});
+  REQUIRE(sent);
+  auto chosen = bus.send("audit", order_placed{"o-2", 2}, with_message_id("my-key-2"));
+  REQUIRE(chosen);
+  auto published = bus.publish(invoice_requested{"o-3", {}});
+  REQUIRE(published);
+
+  auto q = held(h, "audit");
+  REQUIRE(q.size() == 3);
+  CHECK(q[0]->message_id == *sent);
+  CHECK(*chosen == "my-key-2");
+  CHECK(q[1]->message_id == "my-key-2");
+  CHECK(q[2]->message_id == *published);
+  CHECK(*sent != *published);
+}
+
+TEST_CASE("code that keeps a send's result as result<void> still sees success and failure") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed");
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  bus::result<void> ok = bus.send("audit", order_placed{"o-1", 1});
+  CHECK(ok);
+  ok = bus.send("nowhere", order_placed{"o-2", 2});
+  REQUIRE_FALSE(ok);
+  CHECK(ok.error().code == bus::errc::unknown_queue);
+}
+
+// -- 2. a handler's sends take the facade's options -----------------------------------
+
+TEST_CASE("a handler's send, publish and reply take the facade's options and return their ids") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  std::vector<std::string> ids;
+  b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("billing", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          bus::send_options o;
+          o.correlation_id = "conversation-9";
+          o.response_address = "answers";
+          o.fault_address = "faults";
+          o.message_id = "idem-" + m.order_id;
+          o.headers.set("x-tenant", "acme");
+          ids.push_back(ctx.send("audit", invoice_requested{m.order_id, {}}, o).value());
+          ids.push_back(ctx.send("audit", invoice_requested{m.order_id, {"plain"}}).value());
+          ids.push_back(ctx.publish(invoice_requested{m.order_id, {"published"}}).value());
+          ids.push_back(
+              ctx.reply(invoice_requested{m.order_id, {"reply"}}, with_message_id("reply-1"))
+                  .value());
+        });
+      });
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  REQUIRE(h.transport().declare_queue("answers"));
+  REQUIRE(h.transport().subscribe("audit", "invoice_requested"));
+  auto sent = bus.send("billing", order_placed{"o-1", 5}, with_response_address("answers"));
+  REQUIRE(sent);
+  h.run();
+
+  REQUIRE(ids.size() == 4);
+  auto audit = held(h, "audit");
+  REQUIRE(audit.size() == 3);
+  const auto& with_options = *audit[0];
+  CHECK(with_options.message_id == "idem-o-1");
+  CHECK(ids[0] == "idem-o-1");
+  CHECK(with_options.correlation_id == "conversation-9");
+  CHECK(with_options.response_address == "answers");
+  CHECK(with_options.fault_address == "faults");
+  CHECK(with_options.headers.find("x-tenant") == std::optional<std::string_view>("acme"));
+  CHECK(with_options.source_address == "billing");
+  // Without options, the correlation id is carried over: the handled
+  // message had none, so its own id starts the conversation.
+  CHECK(audit[1]->message_id == ids[1]);
+  CHECK(audit[1]->correlation_id == *sent);
+  CHECK(audit[2]->message_id == ids[2]);
+  auto answers = held(h, "answers");
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0]->message_id == "reply-1");
+  CHECK(answers[0]->correlation_id == *sent);
+}
+
+// -- 3. request/response --------------------------------------------------------------
+
+namespace {
+
+// "pricing" answers an order with its invoice, fails an order without an
+// id, and answers an order of amount 99 only after 10 s.
+bus::message_bus& start_pricing(bus::testing::harness& h) {
+  auto b = h.builder();
+  b.name("shop")
+      .message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("pricing", [](bus::endpoint_builder& e) {
+        e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+          if (m.order_id.empty())
+            throw std::invalid_argument("an order needs an id");
+          invoice_requested answer{m.order_id, {"line for " + std::to_string(m.amount)}};
+          if (m.amount == 99)
+            (void)ctx.defer(10s, ctx.message().response_address, answer);
+          else
+            (void)ctx.reply(answer);
+        });
+      });
+  return h.start(b);
+}
+
+template <class T> struct captured {
+  std::optional<bus::result<T>> value;
+  std::function<void(bus::result<T>)> sink() {
+    return [this](bus::result<T> r) { value.emplace(std::move(r)); };
+  }
+};
+
+} // namespace
+
+TEST_CASE("a request gets the reply its handler sent with ctx.reply") {
+  bus::testing::harness h;
+  auto& bus = start_pricing(h);
+  captured<invoice_requested> got;
+  bus.request_async<invoice_requested>("pricing", order_placed{"o-7", 3}, 5s, got.sink());
+  h.run();
+  REQUIRE(got.value);
+  REQUIRE(*got.value);
+  CHECK((*got.value)->order_id == "o-7");
+  CHECK((*got.value)->lines == std::vector<std::string>{"line for 3.000000"});
+  // The reply came over the bus's own reply queue, and left nothing there.
+  CHECK(h.queue("shop_replies").empty());
+}
+
+TEST_CASE("a request whose handler fails for good gets its fault as an error, not a timeout") {
+  bus::testing::harness h;
+  auto& bus = start_pricing(h);
+  captured<invoice_requested> got;
+  bus.request_async<invoice_requested>("pricing", order_placed{"", 3}, 5s, got.sink());
+  h.run();
+  REQUIRE(got.value);
+  REQUIRE_FALSE(*got.value);
+  const auto& err = got.value->error();
+  CHECK(err.code == bus::errc::request_failed);
+  CHECK_THAT(err.message, Catch::Contains("pricing") && Catch::Contains("an order needs an id")
+                              && Catch::Contains("std::invalid_argument"));
+  CHECK(h.elapsed() == 0s);
+}
+
+TEST_CASE("a request with no reply in time times out, and the late reply is logged and dropped") {
+  bus::testing::harness h;
+  auto& bus = start_pricing(h);
+  captured<invoice_requested> got;
+  bus.request_async<invoice_requested>("pricing", order_placed{"o-late", 99}, 5s, got.sink());
+  h.advance(4900ms);
+  CHECK_FALSE(got.value);
+  h.advance(100ms);
+  REQUIRE(got.value);
+  REQUIRE_FALSE(*got.value);
+  CHECK(got.value->error().code == bus::errc::timeout);
+  CHECK_FALSE(logged(h, "dropping reply"));
+
+  h.advance(5s); // the reply comes at 10 s
+  CHECK(logged(h, "[bus.request] [warning] dropping reply"));
+  CHECK(h.queue("shop_replies").empty()); // acknowledged, not left behind
+  // A new request after it works as before.
+  captured<invoice_requested> next;
+  bus.request_async<invoice_requested>("pricing", order_placed{"o-8", 1}, 5s, next.sink());
+  h.run();
+  REQUIRE(next.value);
+  CHECK(*next.value);
+}
+
+TEST_CASE("a request to a queue that does not exist fails at once") {
+  bus::testing::harness h;
+  auto& bus = start_pricing(h);
+  captured<invoice_requested> got;
+  bus.request_async<invoice_requested>("nowhere", order_placed{"o-1", 1}, 5s, got.sink());
+  h.run();
+  REQUIRE(got.value);
+  REQUIRE_FALSE(*got.value);
+  CHECK(got.value->error().code == bus::errc::unknown_queue);
+  CHECK(h.elapsed() == 0s);
+}
+
+// -- 4. scheduled sends ---------------------------------------------------------------
+
+TEST_CASE("send_after and send_at deliver a message when it is due, not before") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("billing", [](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed&) {});
+  });
+  auto& bus = h.start(b);
+  // The bus's clock (wall time moving with virtual time), read off the
+  // event of a message handled at once: send_at takes a time by it.
+  REQUIRE(bus.send("billing", order_placed{"probe", 0}));
+  h.run();
+  REQUIRE(handled_by(h, "billing").size() == 1);
+  auto bus_now = handled_by(h, "billing")[0].at;
+
+  auto later = bus.send_after(30s, "billing", order_placed{"o-1", 1});
+  REQUIRE(later);
+  auto at = bus.send_at(bus_now + 2min, "billing", order_placed{"o-2", 2});
+  REQUIRE(at);
+  h.run();
+  CHECK(handled_by(h, "billing").size() == 1);
+  h.advance(29s);
+  CHECK(handled_by(h, "billing").size() == 1);
+  h.advance(1s);
+  auto handled = handled_by(h, "billing");
+  REQUIRE(handled.size() == 2);
+  CHECK(handled[1].message_id == *later);
+  CHECK(handled[1].since_start == 30s);
+  h.advance(89s);
+  CHECK(handled_by(h, "billing").size() == 2);
+  h.advance(1s);
+  handled = handled_by(h, "billing");
+  REQUIRE(handled.size() == 3);
+  CHECK(handled[2].message_id == *at);
+  CHECK(handled[2].since_start == 2min);
+}
+
+TEST_CASE("ctx.defer sends to the handler's own endpoint or to a queue once the delay passed") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  std::vector<std::string> deferred_ids;
+  b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("orders", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          if (m.amount > 0) {
+            deferred_ids.push_back(ctx.defer(5min, order_placed{m.order_id, -1}).value());
+            deferred_ids.push_back(
+                ctx.defer(1min, "audit", invoice_requested{m.order_id, {}}).value());
+          }
+        });
+      });
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  auto sent = bus.send("orders", order_placed{"o-1", 10});
+  REQUIRE(sent);
+  h.run();
+  REQUIRE(deferred_ids.size() == 2);
+  CHECK(held(h, "audit").empty());
+  h.advance(1min);
+  auto audit = held(h, "audit");
+  REQUIRE(audit.size() == 1);
+  CHECK(audit[0]->message_id == deferred_ids[1]);
+  CHECK(audit[0]->correlation_id == *sent); // carried over like any send of a handler
+  CHECK(handled_by(h, "orders").size() == 1);
+  h.advance(4min);
+  auto handled = handled_by(h, "orders");
+  REQUIRE(handled.size() == 2);
+  CHECK(handled[1].message_id == deferred_ids[0]);
+  CHECK(handled[1].since_start == 5min);
+}
+
+TEST_CASE("a failed attempt's deferred message is never sent") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("orders", [](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+      (void)ctx.defer(1min, "audit", m);
+      throw std::runtime_error("fails after deferring");
+    });
+  });
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  REQUIRE(bus.send("orders", order_placed{"o-1", 1}));
+  h.advance(10min);
+  CHECK(held(h, "audit").empty());
+  CHECK(h.error_queue("orders").size() == 1);
+}
+
+// -- 5. routing by type ---------------------------------------------------------------
+
+TEST_CASE("a routed type is sent without a queue name, from the facade and from a handler") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .route<order_placed>("orders")
+      .route<invoice_requested>("invoices")
+      .endpoint("orders",
+                [](bus::endpoint_builder& e) {
+                  e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+                    REQUIRE(ctx.send(invoice_requested{m.order_id, {}}));
+                  });
+                })
+      .endpoint("invoices", [](bus::endpoint_builder& e) {
+        e.handle<invoice_requested>([](const invoice_requested&) {});
+      });
+  auto& bus = h.start(b);
+  auto sent = bus.send(order_placed{"o-1", 1});
+  REQUIRE(sent);
+  h.run();
+  auto orders = handled_by(h, "orders");
+  REQUIRE(orders.size() == 1);
+  CHECK(orders[0].message_id == *sent);
+  CHECK(handled_by(h, "invoices").size() == 1);
+}
+
+TEST_CASE("sending a type with no route is an error that names the type") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .route<order_placed>("orders");
+  auto& bus = h.start(b);
+  auto sent = bus.send(invoice_requested{"o-1", {}});
+  REQUIRE_FALSE(sent);
+  CHECK(sent.error().code == bus::errc::invalid_configuration);
+  CHECK_THAT(sent.error().message, Catch::Contains("'invoice_requested' has no route"));
+  auto later = bus.send_after(1s, invoice_requested{"o-1", {}});
+  REQUIRE_FALSE(later);
+  CHECK_THAT(later.error().message, Catch::Contains("invoice_requested"));
+}
+
+TEST_CASE("a route for a type that is not a registered message is refused at build time") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.route<order_placed>("orders");
+  auto built = b.build();
+  REQUIRE_FALSE(built);
+  CHECK_THAT(built.error().message, Catch::Contains("register it as a message first"));
+}
+
+// -- 6. the harness's clock -----------------------------------------------------------
+
+TEST_CASE("the harness's events carry the virtual time since the harness started") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  int attempts = 0;
+  b.message<order_placed>("order_placed")
+      .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({10s}).jitter(false); })
+      .endpoint("billing", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed&) {
+          if (attempts++ == 0)
+            throw std::runtime_error("first attempt fails");
+        });
+      });
+  h.advance(3s); // the harness started before the bus did
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.advance_until_idle();
+  auto failed = h.events_of(event_kind::failed);
+  auto handled = h.events_of(event_kind::handled);
+  REQUIRE(failed.size() == 1);
+  REQUIRE(handled.size() == 1);
+  CHECK(failed[0].since_start == 3s);
+  CHECK(handled[0].since_start == 13s);
+}
