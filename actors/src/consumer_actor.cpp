@@ -11,6 +11,7 @@
 #include "bus/header_names.hpp"
 #include "consumer_endings.hpp"
 #include "delivery_steps.hpp"
+#include "metrics/attempt_timer.hpp"
 
 namespace bus::detail {
 
@@ -41,9 +42,11 @@ void run_attempt(consumer* self) {
   auto& cur = *self->state.current;
   if (cur.handler->invoke) {
     auto ctx = context_for(self);
+    metrics::attempt_timer timer(*self->state.rt, cur.handler, *cur.item.message, cur.attempt);
     auto error = invoke(*cur.handler, cur.body.object().get(), ctx);
     if (!error)
       error = ctx.verdict(); // poison() or retry() called, no exception thrown
+    timer.finish(!error);
     if (error)
       on_failure(self, std::move(error));
     else

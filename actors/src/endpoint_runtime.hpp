@@ -20,6 +20,10 @@
 #include "bus/transport.hpp"
 #include "logging.hpp"
 
+namespace bus::detail::metrics {
+class endpoint_instruments;
+} // namespace bus::detail::metrics
+
 namespace bus::detail {
 
 // What outlives one run of an endpoint (a stop and a start again keep
@@ -30,6 +34,9 @@ struct endpoint_status {
   // Set by the bus as it asks the endpoint to stop, before the endpoint
   // actor even sees the request, so that handlers see it at once.
   std::atomic<bool> stop_requested{false};
+  // Handler durations for metrics; null when metrics are off. Set when the
+  // endpoint is defined, before any actor or scrape sees it, then fixed.
+  std::shared_ptr<metrics::endpoint_instruments> instruments;
 };
 
 class endpoint_runtime {

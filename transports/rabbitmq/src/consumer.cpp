@@ -216,10 +216,12 @@ bool consumer_pump::connect_now() {
         + " queues again");
   }
   ever_connected_ = true;
+  connected_ = true;
   return true;
 }
 
 void consumer_pump::lose_session() {
+  connected_ = false;
   auto why = describe(session_->death());
   last_failure_ = "RabbitMQ at " + settings_.describe() + ": connection lost (" + why + ")";
   log_->warn("consuming connection to " + settings_.describe() + " lost (" + why

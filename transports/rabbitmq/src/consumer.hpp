@@ -21,6 +21,7 @@
 // what that channel had not settled.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -71,6 +72,9 @@ public:
   [[nodiscard]] bool settleable(std::uint64_t tag) const;
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
+  // Whether its connection is up right now (false before the first one and
+  // from a loss until the reconnect). Any thread.
+  [[nodiscard]] bool connected() const noexcept { return connected_.load(); }
 
 private:
   using clock = std::chrono::steady_clock;
@@ -164,6 +168,7 @@ private:
   clock::time_point next_attempt_{};
   std::string last_failure_;
   bool ever_connected_ = false;
+  std::atomic<bool> connected_{false}; // set by the I/O thread as the connection comes and goes
   std::mt19937_64 random_{std::random_device{}()};
 };
 

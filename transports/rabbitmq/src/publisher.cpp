@@ -273,10 +273,12 @@ bool publisher::connect_now() {
   if (ever_connected_)
     log_->info("publishing connection to " + settings_.describe() + " is back");
   ever_connected_ = true;
+  connected_ = true;
   return true;
 }
 
 void publisher::lose_session() {
+  connected_ = false;
   auto why = describe(session_->death());
   last_failure_ = "RabbitMQ at " + settings_.describe() + ": connection lost (" + why + ")";
   log_->warn("publishing connection to " + settings_.describe() + " lost (" + why + "); "

@@ -19,6 +19,7 @@
 // once: the broker may have taken it before the connection died).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -81,6 +82,9 @@ public:
   [[nodiscard]] result<std::uint32_t> message_count(const std::string& queue);
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
+  // Whether its connection is up right now (false before the first one and
+  // from a loss until the reconnect). Any thread.
+  [[nodiscard]] bool connected() const noexcept { return connected_.load(); }
 
 private:
   using clock = std::chrono::steady_clock;
@@ -163,6 +167,7 @@ private:
   clock::time_point next_attempt_{};
   std::string last_failure_;
   bool ever_connected_ = false;
+  std::atomic<bool> connected_{false}; // set by the I/O thread as the connection comes and goes
 };
 
 } // namespace bus::detail
