@@ -31,6 +31,9 @@ case_result run_throughput(const case_args& args) {
   auto rate = args.real("rate", 0); // 0: as fast as it goes
   auto threads = args.number("threads", 2);
   auto handler_threads = args.text("handler-threads", "caf_workers");
+  // --metrics on: the bus serves metrics (bus_builder::metrics), the cost
+  // of which the suite's metrics row measures against the same bus without.
+  auto metrics = args.text("metrics", "off") == "on";
   if (handler_threads != "caf_workers" && handler_threads != "dedicated")
     throw std::runtime_error("--handler-threads is caf_workers or dedicated");
 
@@ -53,7 +56,8 @@ case_result run_throughput(const case_args& args) {
     b = make_bench_bus(sys, slots,
                        handler_threads == "dedicated" ? bus::handler_threads::dedicated
                                                       : bus::handler_threads::caf_workers,
-                       [&](const ping& m, bus::handler_context&) { on_message(m); });
+                       [&](const ping& m, bus::handler_context&) { on_message(m); }, {},
+                       metrics);
     if (auto ok = b.bus->start(); !ok)
       throw std::runtime_error(ok.error().message);
     send = [&](ping p) { (void)b.bus->send(bench_queue, p); };
@@ -81,6 +85,7 @@ case_result run_throughput(const case_args& args) {
                 {"messages", messages},
                 {"threads", threads},
                 {"handler_threads", impl == "bus" ? handler_threads : "-"},
+                {"metrics", impl == "bus" && metrics},
                 {"finished", finished},
                 {"seconds", seconds},
                 {"msgs_per_s", static_cast<double>(done.done()) / seconds}};

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -90,6 +92,9 @@ TEST_CASE("a run with failures scraped with curl reconciles with bus.stats(), an
 
   auto scrape = bus::test::http_get(address, "/metrics");
   REQUIRE(scrape.status == 200);
+  // BUS_METRICS_SAMPLE=<file>: keeps this scrape (the README's sample).
+  if (const char* keep = std::getenv("BUS_METRICS_SAMPLE"))
+    std::ofstream(keep) << scrape.body;
   INFO(scrape.body);
   const std::string billing = "messaging_destination_name=\"billing\"";
   for (const auto& [name, value] : expected_counters(s)) {
