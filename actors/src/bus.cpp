@@ -485,11 +485,11 @@ result<void> message_bus::dispatch(const std::string& queue, result<message_body
   if (!impl_->sends)
     return queue.empty() ? impl_->transport->publish(std::move(*env))
                          : impl_->transport->send(queue, std::move(*env));
-  auto started = std::chrono::steady_clock::now();
+  // Timed from the stamp's own clock read (bus-sent-at): one read more.
+  auto started = env->sent_at;
   auto sent = queue.empty() ? impl_->transport->publish(std::move(*env))
                             : impl_->transport->send(queue, std::move(*env));
-  (queue.empty() ? impl_->sends->publish : impl_->sends->send)
-    .observe(std::chrono::steady_clock::now() - started);
+  (queue.empty() ? impl_->sends->publish : impl_->sends->send).observe(impl_->clock() - started);
   return sent;
 }
 
@@ -503,6 +503,8 @@ void message_bus::dispatch_async(const std::string& queue, result<message_body> 
   if (impl_->sends) {
     // Timed until the transport answers; the instruments outlive the call.
     auto* histogram = queue.empty() ? &impl_->sends->publish : &impl_->sends->send;
+    // On the steady clock: the answer may come after the bus (and the
+    // actor system behind its clock) is gone.
     done = [sends = impl_->sends, histogram, started = std::chrono::steady_clock::now(),
             done = std::move(done)](result<void> r) {
       histogram->observe(std::chrono::steady_clock::now() - started);

@@ -42,7 +42,8 @@ void run_attempt(consumer* self) {
   auto& cur = *self->state.current;
   if (cur.handler->invoke) {
     auto ctx = context_for(self);
-    metrics::attempt_timer timer(*self->state.rt, cur.handler, *cur.item.message, cur.attempt);
+    metrics::attempt_timer timer(*self->state.rt, cur.handler, *cur.item.message, cur.attempt,
+                                 ctx.now());
     auto error = invoke(*cur.handler, cur.body.object().get(), ctx);
     if (!error)
       error = ctx.verdict(); // poison() or retry() called, no exception thrown
