@@ -20,21 +20,33 @@ constexpr auto bound_ns = bounds_ns();
 
 } // namespace
 
+// The calling thread's shard: threads take them in turn as they first
+// observe anything.
+static std::size_t my_shard() noexcept {
+  static std::atomic<std::size_t> next{0};
+  thread_local const std::size_t mine =
+    next.fetch_add(1, std::memory_order_relaxed) % duration_histogram::shards;
+  return mine;
+}
+
 void duration_histogram::observe(std::chrono::nanoseconds d) noexcept {
   auto ns = std::max<std::int64_t>(0, d.count());
   // Prometheus buckets are "less than or equal": the first bound >= ns.
   auto it = std::lower_bound(bound_ns.begin(), bound_ns.end(), ns);
   auto index = static_cast<std::size_t>(it - bound_ns.begin());
-  counts_[index].fetch_add(1, std::memory_order_relaxed);
-  sum_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+  auto& s = shards_[my_shard()];
+  s.counts[index].fetch_add(1, std::memory_order_relaxed);
+  s.sum_ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
 }
 
 duration_histogram::snapshot duration_histogram::read() const noexcept {
-  snapshot s;
-  for (std::size_t i = 0; i < buckets; ++i)
-    s.counts[i] = counts_[i].load(std::memory_order_relaxed);
-  s.sum_ns = sum_ns_.load(std::memory_order_relaxed);
-  return s;
+  snapshot out;
+  for (const auto& s : shards_) {
+    for (std::size_t i = 0; i < buckets; ++i)
+      out.counts[i] += s.counts[i].load(std::memory_order_relaxed);
+    out.sum_ns += s.sum_ns.load(std::memory_order_relaxed);
+  }
+  return out;
 }
 
 endpoint_instruments::endpoint_instruments(std::vector<std::string> message_types) {

@@ -23,11 +23,15 @@ inline constexpr std::array<double, 14> duration_bounds = {
   0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0};
 
 // A histogram of durations that many threads observe at once: one relaxed
-// atomic add for the bucket and one for the sum. Readers get each bucket
-// exact; a read during observations may see a bucket before its sum.
+// atomic add for the bucket and one for the sum, on a shard of the
+// observing thread's own (threads take shards in turn), so that handlers
+// on different cores do not fight over one cache line. Readers add the
+// shards up; each bucket is exact, a read during observations may see a
+// bucket before its sum.
 class duration_histogram {
 public:
   static constexpr std::size_t buckets = duration_bounds.size() + 1; // the last: +Inf
+  static constexpr std::size_t shards = 4;
 
   struct snapshot {
     std::array<std::uint64_t, buckets> counts{}; // per bucket, not cumulative
@@ -38,8 +42,11 @@ public:
   [[nodiscard]] snapshot read() const noexcept;
 
 private:
-  std::array<std::atomic<std::uint64_t>, buckets> counts_{};
-  std::atomic<std::uint64_t> sum_ns_{0};
+  struct alignas(64) shard {
+    std::array<std::atomic<std::uint64_t>, buckets> counts{};
+    std::atomic<std::uint64_t> sum_ns{0};
+  };
+  std::array<shard, shards> shards_{};
 };
 
 // The histograms of one handler (one message type) of an endpoint.
