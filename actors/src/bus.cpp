@@ -12,6 +12,8 @@
 #include "endpoint_actor.hpp"
 #include "endpoint_runtime.hpp"
 #include "logging.hpp"
+#include "metrics/instruments.hpp"
+#include "metrics/service.hpp"
 #include "outgoing.hpp"
 #include "tracing.hpp"
 #include "resilience_budget.hpp"
@@ -93,6 +95,38 @@ struct message_bus::impl {
     if (!requests)
       requests = std::make_shared<detail::request_client>(*system, transport, log, name + "_replies");
     return requests;
+  }
+  // Metrics: null when off, so sends and handlers pay one null check.
+  std::shared_ptr<detail::metrics::send_instruments> sends;
+  // Last member: destroyed first, so no scrape runs into a bus half gone.
+  std::unique_ptr<detail::metrics::service> metrics;
+
+  // With metrics on, gives a new endpoint its handler instruments, indexed
+  // like its handlers. Called as the entry is made, before anyone reads it.
+  void equip(endpoint_entry& e) const {
+    if (!sends)
+      return;
+    std::vector<std::string> types;
+    for (const auto& slot : e.definition.handlers) {
+      auto type = registry->find(slot.cpp_type);
+      types.push_back(type ? type->name : std::string("?"));
+    }
+    e.status->instruments = std::make_shared<detail::metrics::endpoint_instruments>(std::move(types));
+  }
+
+  // What metrics and health read of the bus, taken under the lock.
+  detail::metrics::bus_view view() const {
+    detail::metrics::bus_view v;
+    v.transport_name = std::string(transport->name());
+    v.transport = transport->health();
+    std::lock_guard<std::mutex> guard(mutex);
+    v.running = state == phase::running;
+    for (const auto& [name, e] : endpoints)
+      if (!e.removed)
+        v.endpoints.push_back({name, e.definition.slots,
+                               v.running && e.active() && !e.status->stop_requested.load(),
+                               e.status});
+    return v;
   }
 
   // Declares the endpoint's queues and subscriptions, then spawns its actor.
@@ -286,6 +320,22 @@ bus_builder& bus_builder::dependency(std::string name, dependency_breaker_settin
   return *this;
 }
 
+bus_builder& bus_builder::metrics(std::string address) {
+  metrics_address_ = std::move(address);
+  return *this;
+}
+
+bus_builder& bus_builder::metrics_registry(std::shared_ptr<prometheus::Registry> registry,
+                                           duration refresh) {
+  if (!registry)
+    mistakes_.push_back("metrics_registry() needs a registry, not null");
+  if (refresh <= duration::zero())
+    mistakes_.push_back("metrics_registry() needs a refresh period above zero");
+  metrics_registry_ = std::move(registry);
+  metrics_refresh_ = refresh;
+  return *this;
+}
+
 bus_builder& bus_builder::log_sinks(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks) {
   sinks_ = std::move(sinks);
   return *this;
@@ -348,11 +398,23 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->deterministic =
     dynamic_cast<caf::scheduler::test_coordinator*>(&system_->scheduler()) != nullptr;
   state->later = std::make_shared<detail::scheduled_sends>(*system_, transport_, state->log);
+  if (metrics_address_ || metrics_registry_)
+    state->sends = std::make_shared<detail::metrics::send_instruments>();
   for (auto& def : endpoints_) {
     auto key = def.name;
     state->endpoints[key].definition = std::move(def);
+    state->equip(state->endpoints[key]);
   }
   endpoints_.clear();
+  if (state->sends) {
+    auto* raw = state.get();
+    auto metrics = detail::metrics::service::start(
+      {metrics_address_, metrics_registry_, metrics_refresh_}, [raw] { return raw->view(); },
+      state->sends);
+    if (!metrics)
+      return metrics.error();
+    state->metrics = std::move(*metrics);
+  }
   return std::unique_ptr<message_bus>(new message_bus(std::move(state)));
 }
 
@@ -444,6 +506,7 @@ result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
   auto name = def.name;
   auto& e = impl_->endpoints[name] = impl::endpoint_entry{};
   e.definition = std::move(def);
+  impl_->equip(e);
   if (impl_->state == impl::phase::running)
     return impl_->launch(e);
   return {};
@@ -483,6 +546,14 @@ const message_registry& message_bus::registry() const noexcept { return *impl_->
 
 transport& message_bus::transport() const noexcept { return *impl_->transport; }
 
+health_report message_bus::health() const {
+  return impl_->metrics ? impl_->metrics->health() : detail::metrics::assess(impl_->view());
+}
+
+std::string message_bus::metrics_address() const {
+  return impl_->metrics ? impl_->metrics->address() : std::string();
+}
+
 result<envelope> message_bus::stamp(const std::string& queue, result<message_body> body,
                                     send_options options) {
   if (impl_->state == impl::phase::stopped)
@@ -501,8 +572,12 @@ result<std::string> message_bus::dispatch(const std::string& queue, result<messa
   if (!env)
     return env.error();
   auto id = env->message_id;
+  // Timed from the stamp's own clock read (bus-sent-at), with metrics on.
+  auto started = env->sent_at;
   auto sent = queue.empty() ? impl_->transport->publish(std::move(*env))
                             : impl_->transport->send(queue, std::move(*env));
+  if (impl_->sends)
+    (queue.empty() ? impl_->sends->publish : impl_->sends->send).observe(impl_->clock() - started);
   if (!sent)
     return sent.error();
   return id;
@@ -514,6 +589,17 @@ void message_bus::dispatch_async(const std::string& queue, result<message_body> 
   if (!env) {
     done(env.error());
     return;
+  }
+  if (impl_->sends) {
+    // Timed until the transport answers; the instruments outlive the call.
+    auto* histogram = queue.empty() ? &impl_->sends->publish : &impl_->sends->send;
+    // On the steady clock: the answer may come after the bus (and the
+    // actor system behind its clock) is gone.
+    done = [sends = impl_->sends, histogram, started = std::chrono::steady_clock::now(),
+            done = std::move(done)](result<void> r) {
+      histogram->observe(std::chrono::steady_clock::now() - started);
+      done(std::move(r));
+    };
   }
   if (queue.empty())
     impl_->transport->async_publish(std::move(*env), std::move(done));

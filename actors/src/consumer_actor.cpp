@@ -14,6 +14,7 @@
 #include "consumer_resilience.hpp"
 #include "bus/deadline.hpp"
 #include "delivery_steps.hpp"
+#include "metrics/attempt_timer.hpp"
 
 namespace bus::detail {
 
@@ -45,9 +46,12 @@ void run_attempt(consumer* self) {
   cur.attempt_started = self->state.rt->now();
   if (cur.handler->invoke) {
     auto ctx = context_for(self);
+    metrics::attempt_timer timer(*self->state.rt, cur.handler, *cur.item.message, cur.attempt,
+                                 ctx.now());
     auto error = invoke(*cur.handler, cur.body.object().get(), ctx);
     if (!error)
       error = ctx.verdict(); // poison() or retry() called, no exception thrown
+    timer.finish(!error);
     if (error)
       on_failure(self, std::move(error));
     else

@@ -24,6 +24,10 @@
 #include "bus/policy/retry_budget.hpp"
 #include "logging.hpp"
 
+namespace bus::detail::metrics {
+class endpoint_instruments;
+} // namespace bus::detail::metrics
+
 namespace bus::detail {
 
 // What outlives one run of an endpoint (a stop and a start again keep
@@ -34,6 +38,9 @@ struct endpoint_status {
   // Set by the bus as it asks the endpoint to stop, before the endpoint
   // actor even sees the request, so that handlers see it at once.
   std::atomic<bool> stop_requested{false};
+  // Handler durations for metrics; null when metrics are off. Set when the
+  // endpoint is defined, before any actor or scrape sees it, then fixed.
+  std::shared_ptr<metrics::endpoint_instruments> instruments;
 };
 
 // Hands a message to the bus's scheduled sends (see scheduled_sends.hpp):

@@ -33,7 +33,8 @@ struct bench_bus {
 template <class Handler>
 bench_bus make_bench_bus(caf::actor_system& sys, int slots, bus::handler_threads threads,
                          Handler handler, std::function<void(bus::policy_builder&)> policy = {},
-                         std::function<void(bus::bus_builder&)> configure = {}) {
+                         std::function<void(bus::bus_builder&)> configure = {},
+                         bool metrics = false) {
   bench_bus out;
   out.transport = std::make_shared<bus::in_memory_transport>();
   bus::bus_builder b{sys};
@@ -42,6 +43,8 @@ bench_bus make_bench_bus(caf::actor_system& sys, int slots, bus::handler_threads
       .message<ping>("bench_ping");
   if (policy)
     b.add_resilience(policy);
+  if (metrics) // served on a free port; nobody scrapes it during the run
+    b.metrics("127.0.0.1:0");
   b.endpoint(bench_queue, [&](bus::endpoint_builder& e) {
     e.slots(static_cast<std::size_t>(slots))
         .handler_threads(threads)

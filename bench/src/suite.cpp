@@ -254,6 +254,26 @@ json throughput_section(case_runner& run, const suite_options& o, const sizes& s
   return rows;
 }
 
+// The cost of metrics: the no-op row at the dedicated row's slots, the bus
+// with metrics on and off, runs interleaved in the same suite.
+json metrics_section(case_runner& run, const suite_options& o, const sizes& s) {
+  std::vector<json> off_runs, on_runs;
+  auto args = std::vector<std::string>{"--impl", "bus", "--slots",
+                                       std::to_string(dedicated_row_slots), "--messages",
+                                       std::to_string(s.throughput)};
+  for (int r = 0; r < o.runs; ++r) {
+    off_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--metrics", "off"}));
+    on_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--metrics", "on"}));
+  }
+  json row = {{"slots", dedicated_row_slots},
+              {"messages", s.throughput},
+              {"off_msgs_per_s", median(off_runs, "msgs_per_s")},
+              {"on_msgs_per_s", median(on_runs, "msgs_per_s")}};
+  row["ratio_on_to_off"] = ratio(row["on_msgs_per_s"], row["off_msgs_per_s"]);
+  row["runs"] = {{"off", off_runs}, {"on", on_runs}};
+  return row;
+}
+
 // At half of the bus's peak for the same slots, for both sides: the same
 // offered load.
 json latency_section(case_runner& run, const suite_options& o, const sizes& s,
@@ -554,6 +574,13 @@ json evaluate_targets(const json& results) {
                                  + " configured vs none (issue 14)",
                              ">= 0.98", fmt("%.3f", num(row["ratio_to_none"])),
                              num(row["ratio_to_none"]) >= 0.98));
+  if (results.contains("in_memory") && results["in_memory"].contains("metrics")) {
+    const auto& m = results["in_memory"]["metrics"];
+    out.push_back(target("no-op throughput, metrics on vs off (" + std::to_string(m["slots"].get<int>())
+                             + " slots)",
+                         ">= 0.95", fmt("%.3f", num(m["ratio_on_to_off"])),
+                         num(m["ratio_on_to_off"]) >= 0.95));
+  }
   if (results.contains("failure_path")) { // absent with --only rabbitmq|blocking
     const auto& tp = results["in_memory"]["throughput"];
     double worst_ratio = 1e9, best = 0;
@@ -656,6 +683,13 @@ void print_table(const json& results, const suite_options& o) {
                     x(row["dedicated"]["ratio_bus_to_raw"]).c_str(), "-", "-",
                     (mb(row["dedicated"]["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str(),
                     row["slots"].get<int>(), x(row["dedicated"]["ratio_to_caf_workers"]).c_str());
+    if (results["in_memory"].contains("metrics")) {
+      const auto& m = results["in_memory"]["metrics"];
+      std::printf("  %-6s %12s %12s %8s   <- %d slots, metrics on vs off (same run)\n",
+                  (std::to_string(m["slots"].get<int>()) + "m").c_str(), k(m["on_msgs_per_s"]).c_str(),
+                  k(m["off_msgs_per_s"]).c_str(), x(m["ratio_on_to_off"]).c_str(),
+                  m["slots"].get<int>());
+    }
     std::printf("  bus rows: handler_threads(caf_workers), the no-op handler's documented choice\n");
     std::printf("  peer: %s\n", results["peer"]["status"].get<std::string>().c_str());
   }
@@ -797,6 +831,7 @@ int run_suite(const suite_options& o) {
     results["round_trip"] = round_trip_section(run, o, s);
   } else if (!o.rabbitmq_only) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
+    results["in_memory"]["metrics"] = metrics_section(run, o, s);
     results["in_memory"]["latency"] =
         latency_section(run, o, s, results["in_memory"]["throughput"]);
     results["failure_path"] = failure_section(run, o, s);

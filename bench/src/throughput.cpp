@@ -57,6 +57,9 @@ case_result run_throughput(const case_args& args) {
   auto threads = args.number("threads", 2);
   auto handler_threads = args.text("handler-threads", "caf_workers");
   auto resilience = args.text("resilience", "none");
+  // --metrics on: the bus serves metrics (bus_builder::metrics), the cost
+  // of which the suite's metrics row measures against the same bus without.
+  auto metrics = args.text("metrics", "off") == "on";
   if (handler_threads != "caf_workers" && handler_threads != "dedicated")
     throw std::runtime_error("--handler-threads is caf_workers or dedicated");
 
@@ -80,7 +83,8 @@ case_result run_throughput(const case_args& args) {
                        handler_threads == "dedicated" ? bus::handler_threads::dedicated
                                                       : bus::handler_threads::caf_workers,
                        [&](const ping& m, bus::handler_context&) { on_message(m); }, {},
-                       [&](bus::bus_builder& builder) { apply_resilience(builder, resilience); });
+                       [&](bus::bus_builder& builder) { apply_resilience(builder, resilience); },
+                       metrics);
     if (auto ok = b.bus->start(); !ok)
       throw std::runtime_error(ok.error().message);
     send = [&](ping p) { (void)b.bus->send(bench_queue, p); };
@@ -109,6 +113,7 @@ case_result run_throughput(const case_args& args) {
                 {"threads", threads},
                 {"handler_threads", impl == "bus" ? handler_threads : "-"},
                 {"resilience", impl == "bus" ? resilience : "-"},
+                {"metrics", impl == "bus" && metrics},
                 {"finished", finished},
                 {"seconds", seconds},
                 {"msgs_per_s", static_cast<double>(done.done()) / seconds}};

@@ -31,6 +31,7 @@
 #include "bus/error.hpp"
 #include "bus/events.hpp"
 #include "bus/fault.hpp"
+#include "bus/health.hpp"
 #include "bus/headers.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/spans.hpp"
@@ -44,6 +45,10 @@ class actor_system;
 namespace spdlog::sinks {
 class sink;
 } // namespace spdlog::sinks
+
+namespace prometheus {
+class Registry;
+} // namespace prometheus
 
 namespace bus {
 
@@ -145,6 +150,17 @@ public:
   // instead; any other value is a configuration mistake.
   bus_builder& json_logs(bool on = true);
 
+  // Metrics (docs/metrics.md) and health, off by default. metrics() serves
+  // /metrics, /health/live and /health/ready over HTTP at `address`
+  // ("host:port"; port 0 picks a free one, see message_bus::metrics_address);
+  // build() fails if it cannot listen there. metrics_registry() adds the
+  // bus's families to the user's registry instead, for their own exposer;
+  // it syncs them every `refresh` (values lag the bus by at most that).
+  // Both may be given: the bus then serves the user's registry too.
+  bus_builder& metrics(std::string address);
+  bus_builder& metrics_registry(std::shared_ptr<prometheus::Registry> registry,
+                                duration refresh = std::chrono::seconds(1));
+
   // Checks the whole configuration and reports every mistake at once, in
   // one errc::invalid_configuration error, one line per mistake.
   [[nodiscard]] result<std::unique_ptr<message_bus>> build();
@@ -168,6 +184,9 @@ private:
   span_observer span_observer_;
   std::string dead_letter_directory_ = "bus-dead-letters";
   std::map<std::string, dependency_breaker_settings> dependencies_;
+  std::optional<std::string> metrics_address_;
+  std::shared_ptr<prometheus::Registry> metrics_registry_;
+  duration metrics_refresh_ = std::chrono::seconds(1);
 };
 
 class message_bus {
@@ -310,6 +329,13 @@ public:
   [[nodiscard]] std::vector<std::string> endpoint_names() const;
   [[nodiscard]] const message_registry& registry() const noexcept;
   [[nodiscard]] ::bus::transport& transport() const noexcept;
+
+  // Ready when the bus runs, every endpoint consumes and the transport is
+  // connected; what /health/ready answers. Any thread.
+  [[nodiscard]] health_report health() const;
+  // Where the bus serves metrics ("host:port" with the port bound), or
+  // empty if it serves none.
+  [[nodiscard]] std::string metrics_address() const;
 
   struct impl;
 

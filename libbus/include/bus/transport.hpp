@@ -44,6 +44,14 @@ struct transport_capabilities {
   bool delayed_delivery = false;      // send_delayed() holds messages outside this process
 };
 
+// Whether the transport can reach what carries its messages right now, for
+// health checks and metrics. `detail` names what is down when not connected.
+struct transport_health {
+  bool connected = true;
+  std::uint64_t reconnects = 0; // connections re-established after a loss, since it started
+  std::string detail;
+};
+
 class transport {
 public:
   virtual ~transport() = default;
@@ -120,6 +128,11 @@ public:
   // (redelivered = true) if `requeue`, else dropped.
   virtual result<void> ack(std::uint64_t tag) = 0;
   virtual result<void> reject(std::uint64_t tag, bool requeue) = 0;
+
+  // Its connection state, read by health checks and metrics from any thread
+  // at any time; it must not block. This default suits a transport with no
+  // connection to lose (in memory): always connected, never reconnected.
+  [[nodiscard]] virtual transport_health health() const { return {}; }
 };
 
 using transport_ptr = std::shared_ptr<transport>;

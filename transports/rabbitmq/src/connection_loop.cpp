@@ -63,6 +63,7 @@ void connection_loop::run(std::promise<result<void>> first) {
       amqp_maybe_release_buffers(session_->raw());
   }
   owner_.stopped();
+  connected_ = false;
   session_.reset();
 }
 
@@ -86,12 +87,14 @@ bool connection_loop::connect() {
     log_->info(name_ + " to " + settings_.describe() + " is back" + owner_.back_note());
   }
   ever_connected_ = true;
+  connected_ = true;
   return true;
 }
 
 void connection_loop::drop_if_dead() {
   if (!session_ || session_->alive())
     return;
+  connected_ = false;
   auto why = describe(session_->death());
   last_failure_ = "RabbitMQ at " + settings_.describe() + ": connection lost (" + why + ")";
   auto fate = owner_.session_lost();

@@ -99,6 +99,9 @@ public:
 
   // How often a lost connection came back. Thread-safe.
   [[nodiscard]] std::uint64_t reconnects() const noexcept { return reconnects_.load(); }
+  // Whether its connection is up right now (false before the first one and
+  // from a loss until the reconnect): for health reports. Thread-safe.
+  [[nodiscard]] bool connected() const noexcept { return connected_.load(); }
 
   // Loop thread only, from here on.
 
@@ -125,6 +128,7 @@ private:
   wakeup wake_;
   std::thread thread_;
   std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<bool> connected_{false};
 
   // Loop thread state.
   std::unique_ptr<amqp_session> session_;

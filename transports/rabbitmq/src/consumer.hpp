@@ -69,6 +69,9 @@ public:
   [[nodiscard]] bool settleable(std::uint64_t tag) const;
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
+  // Whether its connection is up right now (false before the first one and
+  // from a loss until the reconnect). Any thread.
+  [[nodiscard]] bool connected() const noexcept { return loop_.connected(); }
 
 private:
   using clock = std::chrono::steady_clock;

@@ -80,6 +80,9 @@ public:
   [[nodiscard]] result<std::uint32_t> message_count(const std::string& queue);
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
+  // Whether its connection is up right now (false before the first one and
+  // from a loss until the reconnect). Any thread.
+  [[nodiscard]] bool connected() const noexcept { return loop_.connected(); }
 
 private:
   using clock = std::chrono::steady_clock;

@@ -213,6 +213,21 @@ std::uint64_t rabbitmq_transport::reconnects() const noexcept {
   return impl_->publishing.reconnects() + impl_->consuming.reconnects();
 }
 
+transport_health rabbitmq_transport::health() const {
+  transport_health h;
+  h.reconnects = reconnects();
+  const bool publishing = impl_->publishing.connected();
+  const bool consuming = impl_->consuming.connected();
+  h.connected = publishing && consuming;
+  if (!publishing && !consuming)
+    h.detail = "both connections to RabbitMQ at " + describe() + " are down";
+  else if (!publishing)
+    h.detail = "the publishing connection to RabbitMQ at " + describe() + " is down";
+  else if (!consuming)
+    h.detail = "the consuming connection to RabbitMQ at " + describe() + " is down";
+  return h;
+}
+
 std::string rabbitmq_transport::describe() const {
   return impl_->settings.describe();
 }

@@ -102,6 +102,8 @@ public:
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
   // The broker's URL without the password.
   [[nodiscard]] std::string describe() const;
+  // Connected when both connections are up; `detail` names the one down.
+  [[nodiscard]] transport_health health() const override;
 
 private:
   struct impl;

@@ -1,0 +1,268 @@
+// The Prometheus families of a bus and the sync that fills them from the
+// bus's counters and instruments (see exporter.hpp and docs/metrics.md).
+#include "exporter.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "endpoint_runtime.hpp"
+
+namespace bus::detail::metrics {
+
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+// OpenTelemetry's messaging.destination.name: the endpoint's queue.
+const char* const endpoint_label = "messaging_destination_name";
+const char* const type_label = "bus_message_type";
+
+Family<Counter>& counter(prometheus::Registry& r, const char* name, const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+Family<Gauge>& gauge(prometheus::Registry& r, const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+Family<Histogram>& histogram(prometheus::Registry& r, const char* name, const char* help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
+}
+
+Histogram::BucketBoundaries bounds() {
+  return {duration_bounds.begin(), duration_bounds.end()};
+}
+
+// A Prometheus counter that follows a monotonic source: it grows by what
+// the source grew since the last push.
+struct counter_link {
+  Counter* target = nullptr;
+  std::uint64_t last = 0;
+  void push(std::uint64_t now) {
+    if (now > last) {
+      target->Increment(static_cast<double>(now - last));
+      last = now;
+    }
+  }
+};
+
+// The same for a histogram: per-bucket increases and the sum's increase.
+struct histogram_link {
+  Histogram* target = nullptr;
+  duration_histogram::snapshot last{};
+  void push(const duration_histogram& source) {
+    auto now = source.read();
+    std::vector<double> increments(duration_histogram::buckets);
+    bool any = false;
+    for (std::size_t i = 0; i < increments.size(); ++i) {
+      auto grown = now.counts[i] - last.counts[i];
+      increments[i] = static_cast<double>(grown);
+      any = any || grown > 0;
+    }
+    if (!any)
+      return;
+    auto sum_ns = now.sum_ns >= last.sum_ns ? now.sum_ns - last.sum_ns : 0;
+    target->ObserveMultiple(increments, static_cast<double>(sum_ns) / 1e9);
+    last = now;
+  }
+};
+
+} // namespace
+
+struct exporter::families {
+  explicit families(prometheus::Registry& r)
+    : received(counter(r, "messaging_client_consumed_messages_total",
+                       "Deliveries the endpoint took from the transport (bus.stats().received)")),
+      handled(counter(r, "bus_messages_handled_total", "Messages whose handler succeeded")),
+      failed(counter(r, "bus_failed_attempts_total", "Handler attempts that failed")),
+      immediate_retries(counter(r, "bus_immediate_retries_total", "Immediate retries started")),
+      redeliveries(counter(r, "bus_redeliveries_scheduled_total",
+                           "Messages handed to the scheduler for a later redelivery")),
+      dead_lettered(counter(r, "bus_messages_dead_lettered_total",
+                            "Messages moved to the error queue")),
+      discarded(counter(r, "bus_messages_discarded_total", "Messages dropped by a rule")),
+      skipped(counter(r, "bus_messages_skipped_total",
+                      "Messages without a handler, moved to the skipped queue")),
+      requeued(counter(r, "bus_messages_requeued_total",
+                       "Deliveries given back to the transport unfinished")),
+      rate_limit_transitions(counter(r, "bus_rate_limit_transitions_total",
+                                     "Changes of rate-limit state, by the state entered")),
+      reconnects(counter(r, "bus_transport_reconnects_total",
+                         "Connections the transport re-established after a loss")),
+      in_flight(gauge(r, "bus_messages_in_flight", "Deliveries taken and not settled yet")),
+      busy_slots(gauge(r, "bus_busy_slots", "Slots holding a delivery")),
+      slots(gauge(r, "bus_slots", "Slots of the endpoint (concurrent handler calls)")),
+      pending(gauge(r, "bus_redeliveries_pending",
+                    "Redeliveries the bus's scheduler holds for later")),
+      rate_limited(gauge(r, "bus_rate_limited",
+                         "1 while the endpoint runs one message at a time, else 0")),
+      consuming(gauge(r, "bus_endpoint_consuming", "1 while the endpoint consumes, else 0")),
+      connected(gauge(r, "bus_transport_connected", "1 while the transport is connected, else 0")),
+      process(histogram(r, "messaging_process_duration_seconds",
+                        "Duration of handler attempts, by outcome")),
+      send_to_start(histogram(r, "bus_send_to_handler_start_seconds",
+                              "From a message's bus-sent-at to its handler's first start")),
+      operation(histogram(r, "messaging_client_operation_duration_seconds",
+                          "Sends and publishes from outside handlers until the transport "
+                          "answered (on a broker: its publisher confirm)")) {}
+
+  Family<Counter>& received;
+  Family<Counter>& handled;
+  Family<Counter>& failed;
+  Family<Counter>& immediate_retries;
+  Family<Counter>& redeliveries;
+  Family<Counter>& dead_lettered;
+  Family<Counter>& discarded;
+  Family<Counter>& skipped;
+  Family<Counter>& requeued;
+  Family<Counter>& rate_limit_transitions;
+  Family<Counter>& reconnects;
+  Family<Gauge>& in_flight;
+  Family<Gauge>& busy_slots;
+  Family<Gauge>& slots;
+  Family<Gauge>& pending;
+  Family<Gauge>& rate_limited;
+  Family<Gauge>& consuming;
+  Family<Gauge>& connected;
+  Family<Histogram>& process;
+  Family<Histogram>& send_to_start;
+  Family<Histogram>& operation;
+};
+
+struct exporter::endpoint_series {
+  struct per_handler {
+    const handler_instruments* source;
+    histogram_link handled, failed, send_to_start;
+  };
+
+  endpoint_series(families& f, const endpoint_view& e) : status(e.status) {
+    prometheus::Labels l{{endpoint_label, e.name}};
+    auto link = [&](Family<Counter>& family) { return counter_link{&family.Add(l)}; };
+    received = link(f.received);
+    handled = link(f.handled);
+    failed = link(f.failed);
+    immediate_retries = link(f.immediate_retries);
+    redeliveries = link(f.redeliveries);
+    dead_lettered = link(f.dead_lettered);
+    discarded = link(f.discarded);
+    skipped = link(f.skipped);
+    requeued = link(f.requeued);
+    to_limited = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "limited"}})};
+    to_full = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "full"}})};
+    in_flight = &f.in_flight.Add(l);
+    busy_slots = &f.busy_slots.Add(l);
+    slots = &f.slots.Add(l);
+    pending = &f.pending.Add(l);
+    rate_limited = &f.rate_limited.Add(l);
+    consuming = &f.consuming.Add(l);
+    if (auto inst = status->instruments) {
+      instruments = inst;
+      for (const auto& h : inst->handlers()) {
+        auto typed = [&](const char* outcome) {
+          prometheus::Labels t{{endpoint_label, e.name}, {type_label, h->message_type}};
+          if (outcome)
+            t.emplace("outcome", outcome);
+          return t;
+        };
+        handlers.push_back(per_handler{
+          h.get(), histogram_link{&f.process.Add(typed("handled"), bounds())},
+          histogram_link{&f.process.Add(typed("failed"), bounds())},
+          histogram_link{&f.send_to_start.Add(typed(nullptr), bounds())}});
+      }
+    }
+  }
+
+  void push(const endpoint_view& e) {
+    auto s = status->counters.snapshot();
+    received.push(s.received);
+    handled.push(s.handled);
+    failed.push(s.failed_attempts);
+    immediate_retries.push(s.immediate_retries);
+    redeliveries.push(s.redeliveries_scheduled);
+    dead_lettered.push(s.dead_lettered);
+    discarded.push(s.discarded);
+    skipped.push(s.skipped);
+    requeued.push(s.requeued);
+    to_limited.push(s.rate_limit_episodes);
+    // Every episode but a current one has ended.
+    to_full.push(s.rate_limit_episodes - (s.rate_limited && s.rate_limit_episodes > 0 ? 1 : 0));
+    in_flight->Set(static_cast<double>(s.in_flight));
+    // A slot holds a delivery from its take to its settle; when rate
+    // limited, one slot serves and the others' deliveries wait.
+    auto usable = static_cast<std::int64_t>(s.rate_limited ? 1 : e.slots);
+    busy_slots->Set(static_cast<double>(std::max<std::int64_t>(0, std::min(s.in_flight, usable))));
+    slots->Set(static_cast<double>(e.slots));
+    pending->Set(static_cast<double>(s.pending_redelivery));
+    rate_limited->Set(s.rate_limited ? 1 : 0);
+    consuming->Set(e.consuming ? 1 : 0);
+    for (auto& h : handlers) {
+      h.handled.push(h.source->handled);
+      h.failed.push(h.source->failed);
+      h.send_to_start.push(h.source->send_to_start);
+    }
+  }
+
+  std::shared_ptr<const endpoint_status> status; // keeps the key of endpoints_ alive
+  std::shared_ptr<const endpoint_instruments> instruments;
+  counter_link received, handled, failed, immediate_retries, redeliveries, dead_lettered,
+    discarded, skipped, requeued, to_limited, to_full;
+  Gauge* in_flight = nullptr;
+  Gauge* busy_slots = nullptr;
+  Gauge* slots = nullptr;
+  Gauge* pending = nullptr;
+  Gauge* rate_limited = nullptr;
+  Gauge* consuming = nullptr;
+  std::vector<per_handler> handlers;
+};
+
+struct exporter::transport_series {
+  transport_series(families& f, const std::string& system) {
+    prometheus::Labels l{{"messaging_system", system}};
+    reconnects = counter_link{&f.reconnects.Add(l)};
+    connected = &f.connected.Add(l);
+    auto op = [&](const char* name) {
+      return histogram_link{
+        &f.operation.Add({{"messaging_system", system}, {"messaging_operation_name", name}},
+                         bounds())};
+    };
+    send = op("send");
+    publish = op("publish");
+  }
+
+  counter_link reconnects;
+  Gauge* connected = nullptr;
+  histogram_link send, publish;
+};
+
+exporter::exporter(std::shared_ptr<prometheus::Registry> registry,
+                   std::function<bus_view()> view, std::shared_ptr<const send_instruments> sends)
+  : registry_(std::move(registry)), view_(std::move(view)), sends_(std::move(sends)),
+    families_(std::make_unique<families>(*registry_)) {}
+
+exporter::~exporter() = default;
+
+bus_view exporter::sync() {
+  auto view = view_();
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (const auto& e : view.endpoints) {
+    auto& series = endpoints_[e.status.get()];
+    if (!series)
+      series = std::make_unique<endpoint_series>(*families_, e);
+    series->push(e);
+  }
+  if (!transport_)
+    transport_ = std::make_unique<transport_series>(*families_, view.transport_name);
+  transport_->reconnects.push(view.transport.reconnects);
+  transport_->connected->Set(view.transport.connected ? 1 : 0);
+  if (sends_) {
+    transport_->send.push(sends_->send);
+    transport_->publish.push(sends_->publish);
+  }
+  return view;
+}
+
+} // namespace bus::detail::metrics

@@ -1,0 +1,41 @@
+// The bus's own HTTP listener (bus_builder::metrics): /metrics in
+// Prometheus's text format, /health/live and /health/ready. civetweb (which
+// prometheus-cpp's exposer is built on) runs it on two threads of its own;
+// prometheus::Exposer is not used because it serves collectables only, and
+// the health probes belong on the same port as the metrics.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "bus/error.hpp"
+#include "bus/health.hpp"
+
+namespace bus::detail::metrics {
+
+class http_server {
+public:
+  struct routes {
+    std::function<std::string()> metrics;    // the scrape's body
+    std::function<health_report()> readiness; // /health/ready: 200 if ready, else 503
+  };
+
+  // Listens on `address` ("host:port"; port 0 picks a free one).
+  // errc::invalid_configuration if it cannot listen there.
+  [[nodiscard]] static result<std::unique_ptr<http_server>> start(const std::string& address,
+                                                                  routes serve);
+  ~http_server(); // stops listening; returns once no request runs any more
+
+  // "host:port" as bound, the port resolved.
+  [[nodiscard]] const std::string& address() const noexcept { return address_; }
+
+  struct impl;
+
+private:
+  explicit http_server(std::unique_ptr<impl> state, std::string address);
+  std::unique_ptr<impl> impl_;
+  std::string address_;
+};
+
+} // namespace bus::detail::metrics

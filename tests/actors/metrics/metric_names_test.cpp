@@ -1,0 +1,103 @@
+// The metric names and labels a bus registers (the table in
+// docs/metrics.md), read from a registry the user passes in, as their own
+// exposer would see it; and that registry's counters catch up with
+// bus.stats() through the bus's periodic sync.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <prometheus/registry.h>
+
+#include "support/eventually.hpp"
+#include "support/real_threads_bus.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Family name -> the label names of its first series.
+std::map<std::string, std::set<std::string>> families_of(prometheus::Registry& r) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& family : r.Collect()) {
+    auto& labels = out[family.name];
+    if (!family.metric.empty())
+      for (const auto& l : family.metric.front().label)
+        labels.insert(l.name);
+  }
+  return out;
+}
+
+double counter_value(prometheus::Registry& r, const std::string& name) {
+  for (const auto& family : r.Collect())
+    if (family.name == name && !family.metric.empty())
+      return family.metric.front().counter.value;
+  return -1;
+}
+
+} // namespace
+
+TEST_CASE("the bus registers its families, named after OpenTelemetry or with bus_, with their "
+          "labels, in the user's registry",
+          "[metrics]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  bus::test::real_threads_bus rig;
+  auto b = rig.builder();
+  b.metrics_registry(registry, 20ms);
+  b.endpoint("billing", [](bus::endpoint_builder& e) {
+    e.handle<bus::test::order_placed>([](const bus::test::order_placed&) {});
+  });
+  auto bus = rig.build(b);
+
+  const std::set<std::string> endpoint{"messaging_destination_name"};
+  const std::set<std::string> typed{"messaging_destination_name", "bus_message_type"};
+  const std::set<std::string> by_outcome{"messaging_destination_name", "bus_message_type",
+                                         "outcome"};
+  const std::set<std::string> system{"messaging_system"};
+  const std::map<std::string, std::set<std::string>> expected = {
+    {"messaging_client_consumed_messages_total", endpoint},
+    {"bus_messages_handled_total", endpoint},
+    {"bus_failed_attempts_total", endpoint},
+    {"bus_immediate_retries_total", endpoint},
+    {"bus_redeliveries_scheduled_total", endpoint},
+    {"bus_messages_dead_lettered_total", endpoint},
+    {"bus_messages_discarded_total", endpoint},
+    {"bus_messages_skipped_total", endpoint},
+    {"bus_messages_requeued_total", endpoint},
+    {"bus_rate_limit_transitions_total", {"messaging_destination_name", "to"}},
+    {"bus_messages_in_flight", endpoint},
+    {"bus_busy_slots", endpoint},
+    {"bus_slots", endpoint},
+    {"bus_redeliveries_pending", endpoint},
+    {"bus_rate_limited", endpoint},
+    {"bus_endpoint_consuming", endpoint},
+    {"messaging_process_duration_seconds", by_outcome},
+    {"bus_send_to_handler_start_seconds", typed},
+    {"bus_transport_reconnects_total", system},
+    {"bus_transport_connected", system},
+    {"messaging_client_operation_duration_seconds", {"messaging_system", "messaging_operation_name"}},
+  };
+  CHECK(families_of(*registry) == expected);
+
+  // docs/metrics.md documents every family.
+  std::ifstream doc(BUS_SOURCE_DIR "/docs/metrics.md");
+  REQUIRE(doc);
+  std::stringstream text;
+  text << doc.rdbuf();
+  for (const auto& [name, labels] : expected) {
+    INFO(name);
+    CHECK(text.str().find("`" + name) != std::string::npos);
+  }
+
+  REQUIRE(bus->start());
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(bus->send("billing", bus::test::order_placed{"o-" + std::to_string(i), 1.0}));
+  REQUIRE(bus::test::eventually([&] { return bus->stats("billing")->handled == 3; }, 10s));
+  CHECK(bus::test::eventually(
+    [&] { return counter_value(*registry, "bus_messages_handled_total") == 3.0; }, 10s));
+  CHECK(counter_value(*registry, "messaging_client_consumed_messages_total")
+        == static_cast<double>(bus->stats("billing")->received));
+  bus->stop();
+}
