@@ -37,7 +37,10 @@ traffic run_traffic(int seconds, const std::function<bool(int)>& fails,
       p.on_any().retry(3, 10ms).jitter(false).then_redeliver({1s, 2s}).jitter(false);
     })
     .endpoint("billing", [&](bus::endpoint_builder& e) {
-      e.slots(64).retry_budget().handle<order_placed>([&](const order_placed& m) {
+      // `fails` by value: handlers still run after this function returns
+      // (the caller lets everything end), and the caller's argument is a
+      // temporary.
+      e.slots(64).retry_budget().handle<order_placed>([fails](const order_placed& m) {
         if (fails(std::stoi(m.order_id)))
           throw database_down();
       });
