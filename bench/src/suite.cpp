@@ -313,6 +313,8 @@ json latency_section(case_runner& run, const suite_options& o, const sizes& s,
 const std::vector<std::pair<std::string, std::string>> resilience_variants = {
   {"none", "none"},
   {"retry_budget", "retry_budget"},
+  {"dependency_breaker", "dependency_breaker"},
+  {"both", "retry_budget,dependency_breaker"},
 };
 const int resilience_slots = 8;
 

@@ -38,6 +38,15 @@ void apply_resilience(bus::bus_builder& b, const std::string& features) {
     auto feature = features.substr(start, end == std::string::npos ? end : end - start);
     if (feature == "retry_budget")
       b.retry_budget(); // Finagle's defaults
+    else if (feature == "dependency_breaker") {
+      // Hystrix's defaults; the endpoint depends on it through the rule
+      // that trips it, as a user's would. The no-op handler never throws,
+      // so this is the success path: a check of the breaker per message.
+      b.dependency("inventory-db", {});
+      b.add_resilience([](bus::policy_builder& p) {
+        p.on<std::runtime_error>().trips("inventory-db").retry(1);
+      });
+    }
     else if (!feature.empty() && feature != "none")
       throw std::runtime_error("--resilience: unknown feature '" + feature + "'");
     if (end == std::string::npos)
