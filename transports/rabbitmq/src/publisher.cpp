@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "amqp_bytes.hpp"
+#include "connection_loop.hpp"
 
 namespace bus::detail {
 
@@ -172,10 +173,12 @@ bool publisher::turn() {
     }
   }
   loop_.maintain();
+  republish_refused(clock::now());
   // Requests in arrival order: a declaration before the send that
   // needs it. A request that meets a dead connection goes back to the
-  // front and waits for the next one.
-  while (session() && session()->alive() && !blocked_ && !backlog_.empty()) {
+  // front and waits for the next one; all wait while refused publishes
+  // wait for their next attempt.
+  while (session() && session()->alive() && !blocked_ && refused_.empty() && !backlog_.empty()) {
     auto r = std::move(backlog_.front());
     backlog_.pop_front();
     execute(r);
@@ -193,10 +196,8 @@ void publisher::stopped() {
     std::lock_guard<std::mutex> guard(mutex_);
     left.swap(incoming_);
   }
-  for (auto& [seq, r] : in_flight_)
-    left.push_back(r);
+  requeue_unconfirmed();
   left.insert(left.end(), backlog_.begin(), backlog_.end());
-  in_flight_.clear();
   backlog_.clear();
   for (auto& r : left)
     finish(r, error{errc::transport_failure,
@@ -233,16 +234,54 @@ std::optional<std::string> publisher::session_opened(amqp_session& s) {
 }
 
 std::string publisher::session_lost() {
-  auto unconfirmed = in_flight_.size();
+  auto unconfirmed = in_flight_.size() + refused_.size();
   // Publishes the broker never confirmed go out again, first and in their
   // order: the broker may have them already (at least once, not at most).
-  for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it) {
+  requeue_unconfirmed();
+  return std::to_string(unconfirmed)
+         + " unconfirmed messages will be published again once it is back";
+}
+
+void publisher::requeue_unconfirmed() {
+  // Both are numbered on the same channel: merged by number, they are in
+  // the order they were published.
+  auto unconfirmed = std::move(in_flight_);
+  unconfirmed.merge(refused_);
+  in_flight_.clear();
+  refused_.clear();
+  for (auto it = unconfirmed.rbegin(); it != unconfirmed.rend(); ++it) {
     it->second->returned.reset();
     backlog_.push_front(it->second);
   }
-  in_flight_.clear();
-  return std::to_string(unconfirmed)
-         + " unconfirmed messages will be published again once it is back";
+}
+
+void publisher::republish_refused(clock::time_point now) {
+  // Waiting for the confirms still in flight first means that nothing is
+  // published twice here: only what the broker refused goes out again.
+  if (refused_.empty() || now < republish_at_ || !in_flight_.empty() || !session()
+      || !session()->alive())
+    return;
+  // The broker keeps some state per channel (a quorum queue's record of
+  // its publishers), so the next attempt is made on a fresh one.
+  if (auto failed = reopen_publish_channel()) {
+    // The session died with it (session_lost() requeues the refused ones
+    // for the next connection), or it is killed now.
+    session()->kill("cannot reopen the publishing channel: " + describe(*failed));
+    return;
+  }
+  requeue_unconfirmed();
+}
+
+amqp_status publisher::reopen_publish_channel() {
+  if (auto failed = session()->close_channel(publish_channel_))
+    return failed;
+  if (auto failed = session()->open_channel(publish_channel_))
+    return failed;
+  amqp_confirm_select(session()->raw(), publish_channel_);
+  if (auto failed = session()->rpc_status(publish_channel_))
+    return failed;
+  next_seq_ = 1;
+  return std::nullopt;
 }
 
 template <class Declare> amqp_status publisher::declare(Declare&& declare) {
@@ -449,29 +488,38 @@ void publisher::read_frames() {
 }
 
 void publisher::on_confirm(std::uint64_t tag, bool multiple, bool ack) {
-  auto settle = [&](const request_ptr& r) {
-    if (!ack)
-      return finish(r, error{errc::transport_failure,
-                             "RabbitMQ refused message " + r->message->message_id()
-                                 + " (basic.nack: an internal error or a full queue)"});
+  bool round_started = !refused_.empty();
+  auto settle = [&](std::uint64_t seq, const request_ptr& r) {
     if (r->returned)
       return finish(r, error{errc::unknown_queue,
                              "queue '" + r->queue + "' does not exist: RabbitMQ returned message "
                                  + r->message->message_id() + " (" + *r->returned + ")"});
+    if (!ack) {
+      r->refused = true;
+      refused_.emplace(seq, r);
+      return;
+    }
     finish(r, std::uint32_t{0});
   };
-  if (!multiple) {
-    auto it = in_flight_.find(tag);
-    if (it != in_flight_.end()) {
-      settle(it->second);
-      in_flight_.erase(it);
-    }
-    return;
+  if (ack)
+    refusal_rounds_ = 0;
+  auto first = multiple ? in_flight_.begin() : in_flight_.find(tag);
+  auto end = multiple ? in_flight_.upper_bound(tag)
+                      : (first == in_flight_.end() ? first : std::next(first));
+  for (auto it = first; it != end; ++it)
+    settle(it->first, it->second);
+  in_flight_.erase(first, end);
+  if (!round_started && !refused_.empty()) {
+    auto wait = reconnect_delay(settings_, ++refusal_rounds_, random_);
+    republish_at_ = clock::now() + wait;
+    const auto& r = *refused_.begin()->second;
+    log_->warn("RabbitMQ refused message " + r.message->message_id()
+               + (r.queue.empty() ? " of type '" + r.type + "'" : " for '" + r.queue + "'")
+               + " (basic.nack: a queue at its length limit, or a quorum queue without a "
+                 "leader); publishing it again on a new channel in "
+               + ms_text(wait) + ", until " + ms_text(settings_.operation_timeout)
+               + " after it was sent");
   }
-  auto end = in_flight_.upper_bound(tag);
-  for (auto it = in_flight_.begin(); it != end; ++it)
-    settle(it->second);
-  in_flight_.erase(in_flight_.begin(), end);
 }
 
 // A mandatory send that reached no queue comes back before its confirm. The
@@ -513,13 +561,30 @@ void publisher::expire(clock::time_point now) {
                         + ms_text(settings_.operation_timeout)
                         + " (it may still arrive: a retry can duplicate it)"});
   }
+  while (!refused_.empty() && refused_.begin()->second->deadline <= now) {
+    auto r = refused_.begin()->second;
+    refused_.erase(refused_.begin());
+    finish(r, refusal_error(*r));
+  }
   while (!backlog_.empty() && backlog_.front()->deadline <= now) {
     auto r = std::move(backlog_.front());
     backlog_.pop_front();
+    if (r->refused) {
+      finish(r, refusal_error(*r));
+      continue;
+    }
     finish(r, error{errc::transport_failure,
                     (blocked_ ? "waited " : "no connection to RabbitMQ for ")
                         + ms_text(settings_.operation_timeout) + ": " + loop_.last_failure()});
   }
+}
+
+error publisher::refusal_error(const request& r) const {
+  return error{errc::transport_failure,
+               "RabbitMQ refused message " + r.message->message_id()
+                   + " (basic.nack: a queue at its length limit, or a quorum queue without a "
+                     "leader) on every attempt within "
+                   + ms_text(settings_.operation_timeout)};
 }
 
 publisher::clock::time_point publisher::next_deadline() const {
@@ -529,6 +594,8 @@ publisher::clock::time_point publisher::next_deadline() const {
     next = std::min(next, in_flight_.begin()->second->deadline);
   if (!backlog_.empty())
     next = std::min(next, backlog_.front()->deadline);
+  if (!refused_.empty())
+    next = std::min({next, refused_.begin()->second->deadline, republish_at_});
   return next;
 }
 

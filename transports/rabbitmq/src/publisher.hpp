@@ -7,7 +7,12 @@
 // thread. Sends return at once and the I/O thread calls their completion
 // exactly once: when the broker confirms (ack), refuses (nack, or returns a
 // mandatory send: no such queue), when operation_timeout passes, or when
-// the publisher is destroyed. Declarations wait for their outcome, which
+// the publisher is destroyed. A nack is not final: the broker refuses a
+// publish for now (a queue at its length limit with reject-publish, a
+// quorum queue without a leader, or one that refused this channel while
+// its leader moved, which on RabbitMQ 3.10 it keeps doing for the
+// channel's life). Refused publishes wait a backoff, then go out again on
+// a new channel, until their deadline. Declarations wait for their outcome, which
 // comes by the same deadline. A publish succeeds only once the broker confirmed it
 // (persisted it, for a durable queue). Requests from any number of callers
 // are pipelined on the one connection: they share round trips to the broker
@@ -30,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 
@@ -100,6 +106,7 @@ private:
     std::optional<outgoing_message> message;
     clock::time_point deadline;
     std::optional<std::string> returned; // why the broker returned it (basic.return)
+    bool refused = false;                // the broker nacked its last attempt
     // Exactly one of the two is set, and finish() calls it once.
     completion done;                                     // everything but inspect
     std::function<void(result<std::uint32_t>)> counted; // inspect
@@ -134,7 +141,17 @@ private:
   void read_frames();
   void on_confirm(std::uint64_t tag, bool multiple, bool ack);
   void on_return(const amqp_frame_t& frame);
+  // Once the backoff after a refusal passed and nothing else is in flight:
+  // a new publishing channel, and the refused publishes first in the
+  // backlog, in their order.
+  void republish_refused(clock::time_point now);
+  amqp_status reopen_publish_channel();
+  // Moves refused_ and in_flight_, in publish order, to the front of the
+  // backlog.
+  void requeue_unconfirmed();
   void expire(clock::time_point now);
+  // The error of a send whose deadline passed while the broker refused it.
+  [[nodiscard]] error refusal_error(const request& r) const;
 
   const rabbitmq_settings settings_;
   const delay_levels levels_;
@@ -157,10 +174,17 @@ private:
   // wait in the backlog instead, where their deadlines still apply.
   bool blocked_ = false;
   std::uint64_t next_seq_ = 1;
-  // Deadlines do not decrease along either container (each request's is
-  // set under mutex_ as it is queued, and both keep the order of arrival),
-  // so the front holds the earliest: expire() and idle_wait() look there.
+  // Deadlines do not decrease along any of the three containers (each
+  // request's is set under mutex_ as it is queued, and all keep the order
+  // of arrival), so the front holds the earliest: expire() and
+  // next_deadline() look there.
   std::map<std::uint64_t, request_ptr> in_flight_; // by publish sequence number
+  // Nacked, waiting for republish_at_ (by the sequence number they had);
+  // the backlog waits behind them, so that they keep their place.
+  std::map<std::uint64_t, request_ptr> refused_;
+  clock::time_point republish_at_{};
+  int refusal_rounds_ = 0; // rounds of refusals since the last confirm: the backoff's attempt
+  std::mt19937_64 random_{std::random_device{}()}; // the backoff's jitter
   std::deque<request_ptr> backlog_;                // waiting for (a) session
   std::set<std::string> exchanges_declared_;       // on this session
   bool levels_declared_ = false;                   // on this session
