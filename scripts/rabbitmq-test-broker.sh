@@ -360,7 +360,22 @@ cluster_prepare() {
     printf '%s' "${cookie}" >"${nd}/.erlang.cookie"
     chmod 400 "${nd}/.erlang.cookie"
     (node_env "${nd}" && write_config "${nd}")
+    write_cluster_config "${nd}"
   done
+}
+
+# What a cluster node has on top of a single node's configuration. A quorum
+# queue's at-least-once dead-lettering (the delay levels, the endpoint's
+# delivery limit) forwards each message to its target and waits for the
+# target's confirm; when the target's leader died with the message in
+# flight, the forwarder sends it again only after this timeout, 3 minutes by
+# default. The fault tests kill leaders, so they use 5 s: messages in the
+# delay levels come back within seconds, not minutes (docs/rabbitmq.md).
+write_cluster_config() {
+  local dir=$1
+  cat >"${dir}/advanced.config" <<EOF
+[{rabbit, [{dead_letter_worker_publisher_confirm_timeout, 5000}]}].
+EOF
 }
 
 # Boots the three at once (about as long as one), then joins 2 and 3 to 1.
