@@ -594,8 +594,14 @@ publisher::clock::time_point publisher::next_deadline() const {
     next = std::min(next, in_flight_.begin()->second->deadline);
   if (!backlog_.empty())
     next = std::min(next, backlog_.front()->deadline);
-  if (!refused_.empty())
-    next = std::min({next, refused_.begin()->second->deadline, republish_at_});
+  if (!refused_.empty()) {
+    next = std::min(next, refused_.begin()->second->deadline);
+    // The refused wait for the sends in flight too (republish_refused):
+    // until those are settled, the frames that settle them wake the thread,
+    // and a backoff that ended must not make it spin.
+    if (in_flight_.empty())
+      next = std::min(next, republish_at_);
+  }
   return next;
 }
 
