@@ -3,6 +3,8 @@
 // works, and recovery from a connection the broker closed mid-run.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -249,4 +251,39 @@ TEST_CASE("a connection the broker closes mid-run loses no confirmed message and
   t.reset();
   auto checker = bus::test::connect_transport(bus::test::test_settings("BUS_RABBITMQ_CHAOS_URL"));
   CHECK(checker->message_count(held_queue).value() == 0);
+}
+
+// The I/O threads come back within a quarter of the heartbeat to keep it
+// going. With a heartbeat under 4 s that quarter, in whole seconds, was 0:
+// both threads of every transport polled without waiting, a core each.
+TEST_CASE("an idle transport with a 2 s heartbeat waits instead of spinning",
+          "[rabbitmq][connection]") {
+  auto s = bus::test::test_settings();
+  s.heartbeat = std::chrono::seconds(2);
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("idle_heartbeat");
+  REQUIRE(t->declare_queue(q));
+  delivery_collector got;
+  REQUIRE(t->consume(q, 1, got.handler())); // both threads have work to wait for
+  auto cpu_seconds = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+           + static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  };
+  auto before = cpu_seconds();
+  std::this_thread::sleep_for(1s); // the interval measured, not a wait for work
+  auto used = cpu_seconds() - before;
+  CHECK(used < 0.2); // two spinning threads use up to two seconds of CPU in it
+  // The heartbeats still go out: the connection is alive after 3 heartbeats.
+  std::this_thread::sleep_for(6s);
+  REQUIRE(t->send(q, [] {
+    bus::envelope e;
+    e.message_id = "after-idle";
+    e.message_type = "ping";
+    e.body = bus::message_body::text("{}");
+    return e;
+  }()));
+  REQUIRE(got.wait_for(1, 5s));
+  CHECK(t->reconnects() == 0);
 }

@@ -113,8 +113,10 @@ std::chrono::milliseconds connection_loop::idle_wait(clock::time_point now) cons
   // Heartbeats are sent and checked only inside rabbitmq-c calls: come back
   // well within a heartbeat interval even when idle.
   std::chrono::milliseconds wait = std::chrono::seconds(1);
+  // In milliseconds before dividing: heartbeat is in whole seconds, and
+  // 2 s / 4 in seconds is 0, a wait of nothing (the thread spun).
   if (settings_.heartbeat.count() > 0)
-    wait = std::min<std::chrono::milliseconds>(wait, settings_.heartbeat / 4);
+    wait = std::min(wait, std::chrono::milliseconds(settings_.heartbeat) / 4);
   auto until = [&](clock::time_point t) {
     if (t == clock::time_point::max())
       return;
