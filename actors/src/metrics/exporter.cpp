@@ -89,6 +89,17 @@ struct exporter::families {
                       "Messages without a handler, moved to the skipped queue")),
       requeued(counter(r, "bus_messages_requeued_total",
                        "Deliveries given back to the transport unfinished")),
+      retries_denied(counter(r, "bus_retries_denied_total",
+                             "Retries the retry budget refused (each took its fallback)")),
+      expired(counter(r, "bus_messages_expired_total",
+                      "Messages that arrived expired and never ran (also discarded or "
+                      "dead-lettered)")),
+      dependency_pauses(counter(r, "bus_dependency_pauses_total",
+                                "Times the endpoint paused for a dependency breaker")),
+      held_back(counter(r, "bus_messages_held_back_total",
+                        "Deliveries given back unharmed while a dependency was down")),
+      probes(counter(r, "bus_dependency_probes_total",
+                     "Messages let through as a half-open dependency breaker's probe")),
       rate_limit_transitions(counter(r, "bus_rate_limit_transitions_total",
                                      "Changes of rate-limit state, by the state entered")),
       reconnects(counter(r, "bus_transport_reconnects_total",
@@ -101,6 +112,9 @@ struct exporter::families {
       rate_limited(gauge(r, "bus_rate_limited",
                          "1 while the endpoint runs one message at a time, else 0")),
       consuming(gauge(r, "bus_endpoint_consuming", "1 while the endpoint consumes, else 0")),
+      dependency_paused(gauge(r, "bus_dependency_paused",
+                              "1 while a dependency breaker the endpoint depends on is not "
+                              "closed, else 0")),
       connected(gauge(r, "bus_transport_connected", "1 while the transport is connected, else 0")),
       process(histogram(r, "messaging_process_duration_seconds",
                         "Duration of handler attempts, by outcome")),
@@ -119,6 +133,11 @@ struct exporter::families {
   Family<Counter>& discarded;
   Family<Counter>& skipped;
   Family<Counter>& requeued;
+  Family<Counter>& retries_denied;
+  Family<Counter>& expired;
+  Family<Counter>& dependency_pauses;
+  Family<Counter>& held_back;
+  Family<Counter>& probes;
   Family<Counter>& rate_limit_transitions;
   Family<Counter>& reconnects;
   Family<Gauge>& in_flight;
@@ -127,6 +146,7 @@ struct exporter::families {
   Family<Gauge>& pending;
   Family<Gauge>& rate_limited;
   Family<Gauge>& consuming;
+  Family<Gauge>& dependency_paused;
   Family<Gauge>& connected;
   Family<Histogram>& process;
   Family<Histogram>& send_to_start;
@@ -151,6 +171,11 @@ struct exporter::endpoint_series {
     discarded = link(f.discarded);
     skipped = link(f.skipped);
     requeued = link(f.requeued);
+    retries_denied = link(f.retries_denied);
+    expired = link(f.expired);
+    dependency_pauses = link(f.dependency_pauses);
+    held_back = link(f.held_back);
+    probes = link(f.probes);
     to_limited = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "limited"}})};
     to_full = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "full"}})};
     in_flight = &f.in_flight.Add(l);
@@ -159,6 +184,7 @@ struct exporter::endpoint_series {
     pending = &f.pending.Add(l);
     rate_limited = &f.rate_limited.Add(l);
     consuming = &f.consuming.Add(l);
+    dependency_paused = &f.dependency_paused.Add(l);
     if (auto inst = status->instruments) {
       instruments = inst;
       for (const auto& h : inst->handlers()) {
@@ -187,6 +213,11 @@ struct exporter::endpoint_series {
     discarded.push(s.discarded);
     skipped.push(s.skipped);
     requeued.push(s.requeued);
+    retries_denied.push(s.retries_denied);
+    expired.push(s.expired);
+    dependency_pauses.push(s.dependency_pauses);
+    held_back.push(s.held_back);
+    probes.push(s.probes);
     to_limited.push(s.rate_limit_episodes);
     // Every episode but a current one has ended.
     to_full.push(s.rate_limit_episodes - (s.rate_limited && s.rate_limit_episodes > 0 ? 1 : 0));
@@ -199,6 +230,7 @@ struct exporter::endpoint_series {
     pending->Set(static_cast<double>(s.pending_redelivery));
     rate_limited->Set(s.rate_limited ? 1 : 0);
     consuming->Set(e.consuming ? 1 : 0);
+    dependency_paused->Set(s.dependency_paused ? 1 : 0);
     for (auto& h : handlers) {
       h.handled.push(h.source->handled);
       h.failed.push(h.source->failed);
@@ -209,13 +241,15 @@ struct exporter::endpoint_series {
   std::shared_ptr<const endpoint_status> status; // keeps the key of endpoints_ alive
   std::shared_ptr<const endpoint_instruments> instruments;
   counter_link received, handled, failed, immediate_retries, redeliveries, dead_lettered,
-    discarded, skipped, requeued, to_limited, to_full;
+    discarded, skipped, requeued, retries_denied, expired, dependency_pauses, held_back, probes,
+    to_limited, to_full;
   Gauge* in_flight = nullptr;
   Gauge* busy_slots = nullptr;
   Gauge* slots = nullptr;
   Gauge* pending = nullptr;
   Gauge* rate_limited = nullptr;
   Gauge* consuming = nullptr;
+  Gauge* dependency_paused = nullptr;
   std::vector<per_handler> handlers;
 };
 

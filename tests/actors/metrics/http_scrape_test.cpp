@@ -1,5 +1,6 @@
 // A run with failures (an immediate retry that helps, retries and a
-// redelivery that do not, the error queue at the end), scraped over real
+// redelivery that do not, the error queue at the end, a message that had
+// expired before it arrived), scraped over real
 // HTTP with curl: every counter of the scrape equals bus.stats(), the
 // histograms counted every attempt, and readiness follows the bus.
 #include <catch2/catch.hpp>
@@ -30,6 +31,12 @@ std::vector<std::pair<std::string, std::uint64_t>> expected_counters(const bus::
           {"bus_messages_discarded_total", s.discarded},
           {"bus_messages_skipped_total", s.skipped},
           {"bus_messages_requeued_total", s.requeued},
+          {"bus_retries_denied_total", s.retries_denied},
+          {"bus_messages_expired_total", s.expired},
+          {"bus_dependency_pauses_total", s.dependency_pauses},
+          {"bus_messages_held_back_total", s.held_back},
+          {"bus_dependency_probes_total", s.probes},
+          {"bus_dependency_paused", s.dependency_paused ? 1u : 0u},
           {"bus_messages_in_flight", static_cast<std::uint64_t>(s.in_flight)},
           {"bus_redeliveries_pending", static_cast<std::uint64_t>(s.pending_redelivery)}};
 }
@@ -74,10 +81,14 @@ TEST_CASE("a run with failures scraped with curl reconciles with bus.stats(), an
 
   for (const char* id : {"ok-1", "ok-2", "flaky", "doomed"})
     REQUIRE(bus->send("billing", bus::test::order_placed{id, 10.0}));
+  // Expired before it arrives: never handled, discarded (the default).
+  bus::send_options stale;
+  stale.expires_at = std::chrono::system_clock::now() - 1s;
+  REQUIRE(bus->send("billing", bus::test::order_placed{"stale", 10.0}, stale));
   REQUIRE(bus::test::eventually(
     [&] {
       auto s = *bus->stats("billing");
-      return s.handled == 3 && s.dead_lettered == 1 && s.in_flight == 0
+      return s.handled == 3 && s.dead_lettered == 1 && s.expired == 1 && s.in_flight == 0
              && s.pending_redelivery == 0;
     },
     10s));
@@ -85,7 +96,9 @@ TEST_CASE("a run with failures scraped with curl reconciles with bus.stats(), an
   auto s = *bus->stats("billing");
   // The run as planned: flaky retried once; doomed retried, redelivered,
   // retried again, then dead-lettered.
-  CHECK(s.received == 5);
+  CHECK(s.received == 6);
+  CHECK(s.expired == 1);
+  CHECK(s.discarded == 1);
   CHECK(s.failed_attempts == 5);
   CHECK(s.immediate_retries == 3);
   CHECK(s.redeliveries_scheduled == 1);
@@ -115,7 +128,7 @@ TEST_CASE("a run with failures scraped with curl reconciles with bus.stats(), an
         == 4.0);
   CHECK(bus::test::sample(scrape.body, "messaging_client_operation_duration_seconds_count",
                           {"messaging_operation_name=\"send\""})
-        == 4.0);
+        == 5.0);
   CHECK(bus::test::sample(scrape.body, "bus_slots", {billing}) == 2.0);
   CHECK(bus::test::sample(scrape.body, "bus_busy_slots", {billing}) == 0.0);
   CHECK(bus::test::sample(scrape.body, "bus_endpoint_consuming", {billing}) == 1.0);
