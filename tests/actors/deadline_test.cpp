@@ -19,9 +19,7 @@ using bus::test::order_placed;
 
 namespace {
 
-struct database_down : std::runtime_error {
-  database_down() : std::runtime_error("database unavailable") {}
-};
+using bus::test::database_down;
 
 } // namespace
 

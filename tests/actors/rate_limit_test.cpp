@@ -12,13 +12,7 @@ using bus::event_kind;
 using bus::test::invoice_requested;
 using bus::test::order_placed;
 
-namespace {
-
-struct database_down : std::runtime_error {
-  database_down() : std::runtime_error("database unavailable") {}
-};
-
-} // namespace
+using bus::test::database_down;
 
 TEST_CASE("a 10-minute outage over 1000 messages is throttled and full speed returns after it") {
   constexpr int messages = 1000;

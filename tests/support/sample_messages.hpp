@@ -2,6 +2,7 @@
 // message needs, and inspectable so that actor-served handlers can take them.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, invoice_requested& x) {
   return f(x.order_id, x.lines);
 }
+
+// The failure of a handler whose database is down: the exception type the
+// resilience tests write rules for.
+struct database_down : std::runtime_error {
+  database_down() : std::runtime_error("database unavailable") {}
+};
 
 } // namespace bus::test
