@@ -32,12 +32,17 @@
 #   rabbitmq-test-broker.sh cluster-leader DIR Q [VHOST]
 #                                                the number (1..3) of the node that
 #                                                leads quorum queue Q
+#   rabbitmq-test-broker.sh cluster-evict-leader DIR Q N [VHOST]
+#                                                if node N leads quorum queue Q, moves
+#                                                the leadership to another node (N's
+#                                                member is removed, an election runs,
+#                                                N joins again as a follower)
 #   rabbitmq-test-broker.sh cluster-ctl DIR ARGS..  rabbitmqctl on a node that answers
 # Its broker.env: BUS_RABBITMQ_URL lists all three nodes
 # (amqp://guest:guest@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/), BUS_RABBITMQ_NODE<N>_URL
 # each node alone, and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
 # BUS_RABBITMQ_KILL (DIR/kill N), BUS_RABBITMQ_REVIVE (DIR/revive N),
-# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]).
+# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]), BUS_RABBITMQ_EVICT_LEADER (DIR/evict-leader Q N [VHOST]).
 #
 # DIR/broker.env (KEY=VALUE lines, read by the tests; `source DIR/broker.env`
 # in bash sets them too: a value with anything a shell would read specially,
@@ -318,6 +323,7 @@ cluster_write_env() {
   write_command "${dir}" kill cluster-kill
   write_command "${dir}" revive cluster-revive
   write_command "${dir}" leader cluster-leader
+  write_command "${dir}" evict-leader cluster-evict-leader
   local joined
   joined=$(IFS=,; printf '%s' "${hosts[*]}")
   {
@@ -329,6 +335,7 @@ cluster_write_env() {
     env_line BUS_RABBITMQ_KILL "${dir}/kill"
     env_line BUS_RABBITMQ_REVIVE "${dir}/revive"
     env_line BUS_RABBITMQ_LEADER "${dir}/leader"
+    env_line BUS_RABBITMQ_EVICT_LEADER "${dir}/evict-leader"
   } >"${dir}/broker.env"
 }
 
@@ -441,6 +448,25 @@ cluster_revive() {
 }
 
 # The node (1..3) that leads quorum queue Q, from `list_queues name leader`.
+# rabbitmq-queues against node DIR (same environment as ctl).
+queues_cli() {
+  local dir=$1
+  shift
+  (node_env "${dir}" && cd "${dir}" && "${RABBIT_BIN}/rabbitmq-queues" -n "${RABBITMQ_NODENAME}" "$@")
+}
+
+cluster_evict_leader() {
+  local dir=$1 queue=$2 n=$3 vhost=${4:-/} nd name
+  [[ "$(cluster_leader "${dir}" "${queue}" "${vhost}")" == "${n}" ]] || return 0
+  nd=$(cluster_node_dir "${dir}" "${n}")
+  name=$(node_name_of "${nd}")
+  queues_cli "${nd}" -q delete_member --vhost "${vhost}" "${queue}" "${name}" >/dev/null
+  queues_cli "${nd}" -q add_member --vhost "${vhost}" "${queue}" "${name}" >/dev/null
+  [[ "$(cluster_leader "${dir}" "${queue}" "${vhost}")" != "${n}" ]] ||
+    die "node ${n} still leads '${queue}'"
+  say "node ${n} no longer leads '${queue}'"
+}
+
 cluster_leader() {
   local dir=$1 queue=$2 vhost=${3:-/} any leader n
   any=$(cluster_running_node "${dir}")
@@ -486,9 +512,12 @@ case "${cmd}" in
   cluster-kill) cluster_kill "$(cd "${dir}" && pwd)" "${1:?which node (1..3)?}" ;;
   cluster-revive) cluster_revive "$(cd "${dir}" && pwd)" "${1:?which node (1..3)?}" ;;
   cluster-leader) cluster_leader "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:-/}" ;;
+  cluster-evict-leader)
+    cluster_evict_leader "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:?which node?}" "${3:-/}"
+    ;;
   cluster-ctl)
     dir=$(cd "${dir}" && pwd)
     ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
     ;;
-  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-ctl)" ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-evict-leader, cluster-ctl)" ;;
 esac

@@ -11,21 +11,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
-#include <map>
-#include <mutex>
-#include <set>
 #include <sstream>
-#include <thread>
 
 #include <caf/all.hpp>
 #include <spdlog/sinks/null_sink.h>
 
 #include "broker.hpp"
 #include "bus/bus.hpp"
-#include "delay_levels.hpp"
+#include "fault_run.hpp"
 #include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
@@ -41,111 +35,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(restart_probe, id, fails_first, held)
 
 constexpr std::size_t slots = 4;
 
-// What the endpoint's handler did, shared with the test thread.
-class handler_record {
-public:
-  // Blocks the first attempt of a held message until release(), or 120 s.
-  void hold(const std::string& id) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!holding_started_.insert(id).second)
-      return; // its second delivery goes through
-    changed_.notify_all();
-    changed_.wait_for(lock, 120s, [&] { return released_; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> guard(mutex_);
-    released_ = true;
-    changed_.notify_all();
-  }
-  void failed_first(const std::string& id) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    failed_first_.insert(id);
-  }
-  void handled(const std::string& id) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    ++handled_[id];
-    ++total_;
-    changed_.notify_all();
-  }
-
-  bool wait_until_holding(std::size_t n) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, 30s, [&] { return holding_started_.size() >= n; });
-  }
-  bool wait_for_total(std::size_t n) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, 30s, [&] { return total_ >= n; });
-  }
-  std::map<std::string, int> handled() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return handled_;
-  }
-  // Failed on their first delivery and not handled since: their
-  // redelivery is on its way through the broker.
-  std::set<std::string> awaiting_redelivery() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    std::set<std::string> out;
-    for (const auto& id : failed_first_)
-      if (handled_.count(id) == 0)
-        out.insert(id);
-    return out;
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::set<std::string> holding_started_;
-  bool released_ = false;
-  std::set<std::string> failed_first_;
-  std::map<std::string, int> handled_;
-  std::size_t total_ = 0;
-};
-
-// Sends numbered messages, one at a time, until stopped: a send that
-// returned success was confirmed by the broker.
-class producer {
-public:
-  producer(bus::message_bus& bus, std::string endpoint)
-      : bus_(bus), endpoint_(std::move(endpoint)), thread_([this] { run(); }) {}
-  ~producer() { stop(); }
-
-  void stop() {
-    stopping_ = true;
-    if (thread_.joinable())
-      thread_.join();
-  }
-  std::size_t confirmed_count() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return confirmed_.size();
-  }
-  std::vector<std::string> confirmed() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return confirmed_;
-  }
-  std::vector<std::string> refused() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return refused_;
-  }
-
-private:
-  void run() {
-    for (int i = 0; !stopping_; ++i) {
-      restart_probe p{"m-" + std::to_string(i), i % 10 == 3, false};
-      auto sent = bus_.send(endpoint_, p);
-      std::lock_guard<std::mutex> guard(mutex_);
-      (sent ? confirmed_ : refused_).push_back(p.id + (sent ? "" : ": " + to_string(sent.error())));
-    }
-  }
-
-  bus::message_bus& bus_;
-  std::string endpoint_;
-  std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;
-  std::vector<std::string> confirmed_; // guarded
-  std::vector<std::string> refused_;   // guarded
-  std::thread thread_;
-};
-
 // Settings for a run that survives a restart: sends and declarations wait
 // for the node to come back (it takes 10 s, and much longer on a loaded
 // machine) rather than fail, and reconnects are tried at least every
@@ -160,11 +49,6 @@ bus::rabbitmq_settings restart_settings(const std::string& name, bus::test::log_
   return s;
 }
 
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(),
-                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
-}
-
 } // namespace
 
 TEST_CASE("a broker restart during a run loses no confirmed message, and the messages in flight "
@@ -177,9 +61,10 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
       bus::test::connect_transport(restart_settings("restart consumer", consumer_log));
   auto producer_transport =
       bus::test::connect_transport(restart_settings("restart producer", producer_log));
-  handler_record record;
+  bus::test::handler_record record;
   std::optional<bus::endpoint_stats> stats;
-  std::vector<std::string> confirmed, refused;
+  std::vector<restart_probe> confirmed;
+  std::vector<std::string> refused;
   std::set<std::string> awaiting_at_restart;
   {
     caf::actor_system_config cfg;
@@ -203,7 +88,7 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
                 if (m.held)
                   record.hold(m.id);
                 if (m.fails_first && ctx.delivery_count() == 0) {
-                  record.failed_first(m.id);
+                  record.failed(m.id, ctx.delivery_count(), ctx.attempt());
                   throw std::runtime_error("fails on its first delivery");
                 }
                 record.handled(m.id);
@@ -227,8 +112,10 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
     REQUIRE((*producer_bus)->send(endpoint, restart_probe{"held-1", false, true}));
     REQUIRE(record.wait_until_holding(2));
 
-    producer sender(**producer_bus, endpoint);
-    REQUIRE(record.wait_for_total(100)); // messages flow, redeliveries wait in the levels
+    bus::test::probe_producer<restart_probe> sender(**producer_bus, endpoint, [](int i) {
+      return restart_probe{"m-" + std::to_string(i), i % 10 == 3, false};
+    });
+    REQUIRE(record.wait_for_total(100, 30s)); // messages flow, redeliveries wait in the levels
     awaiting_at_restart = record.awaiting_redelivery();
     auto restart = bus::test::broker_env("BUS_RABBITMQ_RESTART") + " >/dev/null 2>&1";
     REQUIRE(std::system(restart.c_str()) == 0);
@@ -254,7 +141,7 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
         [&] {
           auto handled = record.handled();
           return std::all_of(confirmed.begin(), confirmed.end(),
-                             [&](const std::string& id) { return handled.count(id) > 0; })
+                             [&](const restart_probe& p) { return handled.count(p.id) > 0; })
                  && handled["held-0"] >= 2 && handled["held-1"] >= 2;
         },
         60s, 50ms);
@@ -273,9 +160,9 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
   CHECK(refused.empty());
   // Nothing confirmed was lost, including what the delay levels held.
   std::vector<std::string> lost;
-  for (const auto& id : confirmed)
-    if (handled.count(id) == 0)
-      lost.push_back(id);
+  for (const auto& p : confirmed)
+    if (handled.count(p.id) == 0)
+      lost.push_back(p.id);
   CHECK(lost.empty());
   CHECK_FALSE(awaiting_at_restart.empty());
   for (const auto& id : awaiting_at_restart) {
@@ -303,31 +190,16 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
 
   // The endpoint's counters reconcile, with nothing left in flight.
   REQUIRE(stats.has_value());
-  const auto& s = *stats;
-  INFO("received " << s.received << ", handled " << s.handled << ", scheduled "
-                   << s.redeliveries_scheduled << ", requeued " << s.requeued << ", in flight "
-                   << s.in_flight);
-  CHECK(s.received
-        == s.handled + s.dead_lettered + s.discarded + s.skipped + s.requeued
-               + s.redeliveries_scheduled + static_cast<std::uint64_t>(s.in_flight));
-  CHECK(s.in_flight == 0);
-  CHECK(s.dead_lettered == 0);
-  std::uint64_t handler_returns = 0;
-  for (const auto& [id, n] : handled)
-    handler_returns += static_cast<std::uint64_t>(n);
-  // A handler that returned after its connection died is not counted as
-  // handled: its outcome is dropped unsettled (counted as requeued) and the
-  // broker delivers the message again.
-  CHECK(s.handled <= handler_returns);
-  CHECK(handler_returns <= s.handled + s.requeued);
+  CHECK(stats->dead_lettered == 0);
+  bus::test::check_counters_reconcile(*stats, handled);
 
   // The transports saw the restart and came back, and no acknowledgement
   // of the lost connection went out on the new one, where its delivery tag
   // would name another message (RabbitMQ closes the channel for an
   // unknown tag).
-  CHECK(mentions(consumer_log.lines(), "is back"));
-  CHECK(mentions(producer_log.lines(), "is back"));
-  CHECK_FALSE(mentions(consumer_log.lines(), "unknown delivery tag"));
+  CHECK(bus::test::mentions(consumer_log.lines(), "is back"));
+  CHECK(bus::test::mentions(producer_log.lines(), "is back"));
+  CHECK_FALSE(bus::test::mentions(consumer_log.lines(), "unknown delivery tag"));
 
   // The broker holds nothing more for the endpoint: its queue and the
   // delay levels are empty (the consumer is gone, so nothing is unacked).
@@ -335,10 +207,5 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
   producer_transport.reset();
   auto reader = bus::test::connect_transport();
   CHECK(reader->message_count(endpoint).value() == 0);
-  auto settings = bus::test::test_settings();
-  bus::detail::delay_levels levels(settings.delay_levels, settings.delay_unit);
-  for (unsigned k = 0; k < levels.count(); ++k) {
-    INFO("delay level " << levels.level_name(k));
-    CHECK(reader->message_count(levels.level_name(k)).value() == 0);
-  }
+  bus::test::check_delay_levels_drained(*reader);
 }

@@ -29,7 +29,7 @@
 
 #include "broker.hpp"
 #include "bus/bus.hpp"
-#include "delay_levels.hpp"
+#include "fault_run.hpp"
 #include "support/delivery_collector.hpp"
 #include "support/eventually.hpp"
 
@@ -52,129 +52,26 @@ constexpr int immediate_retries = 2;
 // under a backlog it could not clear within the test.
 constexpr std::size_t producer_window = 100;
 
-// What the endpoint's handler did, shared with the test thread.
-class handler_record {
-public:
-  // `final`: its last attempt, after which the bus moves it to the error
-  // queue.
-  void failed(const std::string& id, std::uint32_t delivery, int attempt, bool final) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    if (delivery == 0)
-      failed_first_.insert(id);
-    if (attempt > 1)
-      ++retries_running_;
-    if (final) {
-      ++ended_;
-      changed_.notify_all();
-    }
-  }
-  void handled(const std::string& id) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    ++handled_[id];
-    ++total_;
-    ++ended_;
-    changed_.notify_all();
-  }
-  // Waits until fewer than `window` of the `sent` messages are still to
-  // end (handled, or failed for the last time), or `stop` is set.
-  void wait_for_room(std::size_t sent, std::size_t window, const std::atomic<bool>& stop) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!stop && sent >= ended_ + window)
-      changed_.wait_for(lock, 50ms);
-  }
-  bool wait_for_total(std::size_t n) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, 60s, [&] { return total_ >= n; });
-  }
-  std::size_t total() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return total_;
-  }
-  std::map<std::string, int> handled() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return handled_;
-  }
-  std::size_t retries() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return retries_running_;
-  }
-  // Failed on their first delivery and not handled since: their
-  // redelivery waits in the broker's delay levels.
-  std::set<std::string> awaiting_redelivery() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    std::set<std::string> out;
-    for (const auto& id : failed_first_)
-      if (handled_.count(id) == 0)
-        out.insert(id);
-    return out;
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::set<std::string> failed_first_;
-  std::map<std::string, int> handled_;
-  std::size_t total_ = 0;
-  std::size_t ended_ = 0; // handled, or failed for the last time (counted again if redelivered)
-  std::size_t retries_running_ = 0;
-};
-
-// Sends numbered messages, one at a time, until stopped, at most
-// producer_window ahead of the endpoint: a send that returned success was
-// confirmed by the broker. Every 10th fails first, every 10th (another)
-// always.
-class producer {
-public:
-  producer(bus::message_bus& bus, std::string endpoint, handler_record& record)
-      : bus_(bus), endpoint_(std::move(endpoint)), record_(record), thread_([this] { run(); }) {}
-  ~producer() { stop(); }
-  void stop() {
-    stopping_ = true;
-    if (thread_.joinable())
-      thread_.join();
-  }
-  std::size_t confirmed_count() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return confirmed_.size();
-  }
-  std::vector<cluster_probe> confirmed() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return confirmed_;
-  }
-  std::vector<std::string> refused() const {
-    std::lock_guard<std::mutex> guard(mutex_);
-    return refused_;
-  }
-
-private:
-  void run() {
-    for (int i = 0; !stopping_; ++i) {
-      record_.wait_for_room(static_cast<std::size_t>(i), producer_window, stopping_);
-      cluster_probe p{"m-" + std::to_string(i), i % 10 == 3, i % 10 == 7};
-      auto sent = bus_.send(endpoint_, p);
-      std::lock_guard<std::mutex> guard(mutex_);
-      if (sent)
-        confirmed_.push_back(p);
-      else
-        refused_.push_back(p.id + ": " + to_string(sent.error()));
-    }
-  }
-
-  bus::message_bus& bus_;
-  std::string endpoint_;
-  handler_record& record_;
-  std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;
-  std::vector<cluster_probe> confirmed_; // guarded
-  std::vector<std::string> refused_;     // guarded
-  std::thread thread_;
-};
+// Each test has delay levels of its own (the level count is in their
+// names), led by nodes its kill spares: RabbitMQ 3.10.8 (Debian 12's) can
+// strand the dead letters of a quorum queue whose leader it loses: the new
+// leader's dead-letter worker fails to register while the cluster is still
+// churning and is not started again, so the messages that expired in that
+// delay level wait, counted in `messages` but not `messages_ready`, until
+// the queue's next leader change (fixed upstream in rabbitmq-server#7677,
+// after 3.10.8; docs/rabbitmq.md "Limits worth knowing"). The endpoint's
+// own queue and the bus's connections do lose their node.
+constexpr unsigned connected_node_levels = 9;
+constexpr unsigned queue_leader_levels = 10;
+constexpr unsigned transport_levels = 11;
 
 // The cluster's URL with its nodes in the order `first`, then the others:
-// a transport connects to `first` and fails over to the next.
+// a transport connects to `first` and fails over to the next. `levels`:
+// the test's delay levels.
 bus::rabbitmq_settings cluster_settings(int first, const std::string& name,
-                                        bus::test::log_capture& log) {
+                                        bus::test::log_capture& log, unsigned levels) {
   auto s = bus::test::test_settings();
+  s.delay_levels = levels;
   auto nodes = s.nodes();
   REQUIRE(nodes.size() == 3);
   std::rotate(nodes.begin(), nodes.begin() + (first - 1), nodes.end());
@@ -189,18 +86,6 @@ bus::rabbitmq_settings cluster_settings(int first, const std::string& name,
   s.connection_name = name;
   s.log = log.sink();
   return s;
-}
-
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(),
-                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines)
-    out += "  " + l + "\n";
-  return out;
 }
 
 int run_tool(const std::string& key, const std::string& args) {
@@ -219,6 +104,29 @@ int leader_of(const std::string& queue) {
   return std::atoi(buffer);
 }
 
+// Declares the `levels` delay levels (a delayed send to a scratch queue
+// declares them on the way), and moves the leadership of each that node
+// `spared` leads to another node.
+void place_delay_levels(unsigned levels, int spared) {
+  bus::test::log_capture log;
+  auto declarer =
+      bus::test::connect_transport(cluster_settings(spared % 3 + 1, "levels", log, levels));
+  auto scratch = bus::test::unique_name("cluster.levels");
+  REQUIRE(declarer->declare_queue(scratch));
+  bus::envelope e;
+  e.message_id = "place-levels";
+  e.message_type = "placement";
+  e.sent_at = std::chrono::system_clock::now();
+  e.body = bus::message_body::text("{}");
+  REQUIRE(declarer->send_delayed(scratch, e, 0ms));
+  auto settings = bus::test::test_settings();
+  bus::detail::delay_levels names(levels, settings.delay_unit);
+  for (unsigned k = 0; k < names.count(); ++k)
+    REQUIRE(run_tool("BUS_RABBITMQ_EVICT_LEADER",
+                     "'" + names.level_name(k) + "' " + std::to_string(spared))
+            == 0);
+}
+
 // Revives a killed node when the case ends, whatever happened in it.
 struct revive_on_exit {
   int node = 0;
@@ -234,23 +142,36 @@ void run_case(victim which) {
   auto endpoint = bus::test::unique_name("cluster.billing");
   auto error_queue = endpoint + "_error";
   auto type = bus::test::unique_name("cluster_probe");
+  auto levels = which == victim::connected_node ? connected_node_levels : queue_leader_levels;
+  auto cluster_settings = [levels](int first, const std::string& name,
+                                   bus::test::log_capture& log) {
+    return ::cluster_settings(first, name, log, levels);
+  };
   // The bus connects to node 1 first. For the leader case the endpoint's
   // queues are declared first from node 3, so that node 3 leads them (a
   // quorum queue's leader is placed on the declaring client's node) and
-  // the kill does not touch the bus's own connections.
+  // the kill does not touch the bus's own connections. The node to be
+  // killed leads none of the delay levels (see connected_node_levels).
   int connected = 1;
+  int victim_node = connected;
   if (which == victim::queue_leader) {
     bus::test::log_capture declare_log;
     auto declarer = bus::test::connect_transport(cluster_settings(3, "declarer", declare_log));
     for (const auto& q : {endpoint, error_queue, endpoint + "_skipped"})
       REQUIRE(declarer->declare_queue(q));
+    if (leader_of(endpoint) == connected)
+      REQUIRE(run_tool("BUS_RABBITMQ_EVICT_LEADER",
+                       "'" + endpoint + "' " + std::to_string(connected)) == 0);
+    victim_node = leader_of(endpoint);
+    REQUIRE(victim_node != connected);
   }
+  place_delay_levels(levels, victim_node);
   bus::test::log_capture consumer_log, producer_log;
   auto consumer_transport =
       bus::test::connect_transport(cluster_settings(connected, "cluster consumer", consumer_log));
   auto producer_transport =
       bus::test::connect_transport(cluster_settings(connected, "cluster producer", producer_log));
-  handler_record record;
+  bus::test::handler_record record;
   std::optional<bus::endpoint_stats> stats;
   std::vector<cluster_probe> confirmed;
   std::vector<std::string> refused;
@@ -302,13 +223,15 @@ void run_case(victim which) {
     REQUIRE(producer_bus);
     REQUIRE((*producer_bus)->start());
 
-    producer sender(**producer_bus, endpoint, record);
+    bus::test::probe_producer<cluster_probe> sender(
+        **producer_bus, endpoint,
+        [](int i) { return cluster_probe{"m-" + std::to_string(i), i % 10 == 3, i % 10 == 7}; },
+        &record, producer_window);
     // Messages flow, immediate retries run, redeliveries wait in the levels.
-    REQUIRE(record.wait_for_total(60));
-    killed = which == victim::connected_node ? connected : leader_of(endpoint);
-    REQUIRE(killed >= 1);
+    REQUIRE(record.wait_for_total(60, 60s));
+    killed = victim_node;
     if (which == victim::queue_leader)
-      REQUIRE(killed != connected);
+      REQUIRE(leader_of(endpoint) == killed);
     awaiting_at_kill = record.awaiting_redelivery();
     retries_at_kill = record.retries();
     REQUIRE(run_tool("BUS_RABBITMQ_KILL", std::to_string(killed)) == 0);
@@ -318,8 +241,8 @@ void run_case(victim which) {
 
     // The bus carries on with one node down: new messages are confirmed
     // and handled while the killed node stays dead.
-    INFO("consumer's log:\n" << joined(consumer_log.lines()) << "producer's log:\n"
-                              << joined(producer_log.lines()));
+    INFO("consumer's log:\n" << bus::test::joined(consumer_log.lines()) << "producer's log:\n"
+                              << bus::test::joined(producer_log.lines()));
     INFO("confirmed at the kill " << sent_at_kill << ", now " << sender.confirmed_count()
                                   << "; handled at the kill " << handled_at_kill << ", now "
                                   << record.total());
@@ -377,6 +300,16 @@ void run_case(victim which) {
           return n && *n >= doomed;
         },
         30s, 100ms);
+    // Where the endpoint stood at the end of the wait, before stop() settles
+    // what it held: a stall shows here.
+    auto standing = (*consumer_bus)->stats(endpoint).value_or(bus::endpoint_stats{});
+    auto queue_depth = reader->message_count(endpoint);
+    INFO("at the end of the wait: received " << standing.received << ", handled "
+                                             << standing.handled << ", in flight "
+                                             << standing.in_flight << "; the queue holds "
+                                             << (queue_depth ? std::to_string(*queue_depth) : "?")
+                                             << "; consumer's log:\n"
+                                             << bus::test::joined(consumer_log.lines()));
     (*consumer_bus)->stop();
     (*producer_bus)->stop();
     stats = (*consumer_bus)->stats(endpoint);
@@ -453,71 +386,49 @@ void run_case(victim which) {
 
   // The counters reconcile, nothing left in flight.
   REQUIRE(stats.has_value());
-  const auto& s = *stats;
-  INFO("received " << s.received << ", handled " << s.handled << ", dead-lettered "
-                   << s.dead_lettered << ", scheduled " << s.redeliveries_scheduled
-                   << ", requeued " << s.requeued << ", in flight " << s.in_flight);
-  CHECK(s.received
-        == s.handled + s.dead_lettered + s.discarded + s.skipped + s.requeued
-               + s.redeliveries_scheduled + static_cast<std::uint64_t>(s.in_flight));
-  CHECK(s.in_flight == 0);
-  std::uint64_t handler_returns = 0;
-  for (const auto& [id, n] : handled)
-    handler_returns += static_cast<std::uint64_t>(n);
-  CHECK(s.handled <= handler_returns);
-  CHECK(handler_returns <= s.handled + s.requeued);
+  bus::test::check_counters_reconcile(*stats, handled);
 
   if (which == victim::connected_node) {
     // Both transports lost their node and came back on another one.
-    CHECK(mentions(consumer_log.lines(), "is back"));
-    CHECK(mentions(producer_log.lines(), "is back"));
+    CHECK(bus::test::mentions(consumer_log.lines(), "is back"));
+    CHECK(bus::test::mentions(producer_log.lines(), "is back"));
   }
-  CHECK_FALSE(mentions(consumer_log.lines(), "unknown delivery tag"));
+  CHECK_FALSE(bus::test::mentions(consumer_log.lines(), "unknown delivery tag"));
 
   // The endpoint's queue and the delay levels drained.
   CHECK(reader->message_count(endpoint).value() == 0);
-  auto settings = bus::test::test_settings();
-  bus::detail::delay_levels levels(settings.delay_levels, settings.delay_unit);
-  for (unsigned k = 0; k < levels.count(); ++k) {
-    INFO("delay level " << levels.level_name(k));
-    CHECK(reader->message_count(levels.level_name(k)).value() == 0);
-  }
+  bus::test::check_delay_levels_drained(*reader, levels);
 }
 
 } // namespace
 
-// NOT PASSING YET, so hidden ([.]: ctest does not discover it; run it with
-// rabbitmq_cluster_tests "[cluster-fault]"). After the kill both transports
-// log "is back" on another node, yet the new publishing channel's sends to
-// the quorum queue are nacked over and over (4,975 in 60 s), while a send on
-// a fresh connection is confirmed at once: the transport would need to
-// reopen its publishing channel on a nack (publisher.cpp).
+// After the failover, the new publishing channel's first publishes to the
+// quorum queue meet its leader election; RabbitMQ 3.10 then nacks every
+// later publish of that channel. Before the publisher reopened its channel
+// on a nack, 48,867 sends were refused in 60 s here.
 TEST_CASE("kill -9 of the node the bus is connected to: the bus fails over to the next node and "
           "every confirmed message ends once, handled or on the error queue",
-          "[.][rabbitmq][bus][cluster-fault]") {
+          "[rabbitmq][bus][cluster-fault]") {
   run_case(victim::connected_node);
 }
 
-// Hidden for the same reason as the case above.
 TEST_CASE("kill -9 of the node that leads the endpoint's quorum queue: the bus carries on and "
           "every confirmed message ends once, handled or on the error queue",
-          "[.][rabbitmq][bus][cluster-fault]") {
+          "[rabbitmq][bus][cluster-fault]") {
   run_case(victim::queue_leader);
 }
 
-// Hidden as well: it passes alone, but failed in a full `ctest -j 2` run
-// (after the merge of the shared connection loop): the 180 sends in flight
-// at the kill came back nacked from the next node, and so did a new send
-// after the reconnect. The same symptom as above, only timing-dependent:
-// the quorum queue's new leader, or the channel's state, under load. Until
-// the publisher handles a nack after failover, a flaky test would only make
-// CI red at random. Run it with rabbitmq_cluster_tests "[cluster]".
+// The sends in flight at the kill come back nacked from the next node when
+// they meet the queue's leader election (180 of 200 once, under load):
+// they are published again on a new channel until the election is over.
 TEST_CASE("kill -9 of the node a transport is connected to: sends and deliveries go on through "
           "the next node of the URL",
-          "[.][rabbitmq][cluster][transport]") {
+          "[rabbitmq][cluster][transport]") {
   auto queue = bus::test::unique_name("cluster.plain");
   bus::test::log_capture log;
-  auto t = bus::test::connect_transport(cluster_settings(1, "cluster transport", log));
+  place_delay_levels(transport_levels, 1);
+  auto t = bus::test::connect_transport(cluster_settings(1, "cluster transport", log,
+                                                         transport_levels));
   REQUIRE(t->declare_queue(queue));
   bus::test::delivery_collector got;
   REQUIRE(t->consume(queue, 50, [&](bus::delivery d) {
@@ -545,15 +456,15 @@ TEST_CASE("kill -9 of the node a transport is connected to: sends and deliveries
   revive.node = 1;
   bool completed = bus::test::eventually([&] { return done_ok + done_failed == 200; }, 90s);
   INFO("in flight at the kill: " << done_ok << " confirmed, " << done_failed << " failed; log:\n"
-                                 << joined(log.lines()));
+                                 << bus::test::joined(log.lines()));
   REQUIRE(completed);
   CHECK(done_failed == 0);
   for (int i = 20; i < 40; ++i) {
     auto sent = i % 2 ? t->send(queue, message(i)) : t->send_delayed(queue, message(i), 300ms);
-    INFO("message " << i << "; log:\n" << joined(log.lines()));
+    INFO("message " << i << "; log:\n" << bus::test::joined(log.lines()));
     REQUIRE(sent);
   }
-  INFO("log:\n" << joined(log.lines()));
+  INFO("log:\n" << bus::test::joined(log.lines()));
   // Every confirmed message arrives, at least once (a delivery unacked at
   // the kill comes again).
   auto distinct = [&] {

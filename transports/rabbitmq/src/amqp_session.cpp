@@ -256,17 +256,8 @@ amqp_failure amqp_session::kill(std::string why) {
   return die(amqp_failure{failure_scope::connection, 0, std::move(why)});
 }
 
-amqp_status amqp_session::close_channel(amqp_channel_t ch) {
-  // amqp_channel_close returns its reply instead of leaving it for
-  // amqp_get_rpc_reply.
-  return reply_status(amqp_channel_close(conn_, ch, AMQP_REPLY_SUCCESS), ch);
-}
-
 amqp_status amqp_session::rpc_status(amqp_channel_t ch) {
-  return reply_status(amqp_get_rpc_reply(conn_), ch);
-}
-
-amqp_status amqp_session::reply_status(const amqp_rpc_reply_t& reply, amqp_channel_t ch) {
+  amqp_rpc_reply_t reply = amqp_get_rpc_reply(conn_);
   switch (reply.reply_type) {
     case AMQP_RESPONSE_NORMAL:
       return std::nullopt;

@@ -64,10 +64,6 @@ public:
   // A channel number not used on this session yet, or 0 when they ran out.
   [[nodiscard]] amqp_channel_t new_channel_number() noexcept;
   amqp_status open_channel(amqp_channel_t ch);
-  // Closes `ch` and waits for close-ok; the number may be opened again
-  // after. Frames of other channels that come meanwhile wait in rabbitmq-c
-  // for poll_frame; one of `ch` itself (a late confirm) kills the session.
-  amqp_status close_channel(amqp_channel_t ch);
 
   // The outcome of the RPC just made on `ch`. A server channel.close is
   // answered with close-ok (so that the number could be reopened); a
@@ -102,7 +98,6 @@ private:
   static result<std::unique_ptr<amqp_session>> open_node(const rabbitmq_settings& settings,
                                                          const std::string& role);
   amqp_failure die(amqp_failure f);
-  amqp_status reply_status(const amqp_rpc_reply_t& reply, amqp_channel_t ch);
 
   amqp_connection_state_t conn_ = nullptr;
   bool alive_ = true;

@@ -21,7 +21,10 @@ std::string ms_text(std::chrono::milliseconds d) {
 
 publisher::publisher(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                      std::shared_ptr<const rabbitmq_logger> log)
-    : settings_(std::move(settings)), levels_(settings_.delay_levels, settings_.delay_unit),
+    : settings_(std::move(settings)),
+      stall_after_(std::max<clock::duration>(std::chrono::seconds(1),
+                                              settings_.operation_timeout / 4)),
+      levels_(settings_.delay_levels, settings_.delay_unit),
       record_(std::move(record)), log_(std::move(log)),
       loop_(settings_, "publisher", "publishing connection", log_, *this) {}
 
@@ -185,7 +188,11 @@ bool publisher::turn() {
   }
   if (session() && session()->alive())
     read_frames();
-  expire(clock::now());
+  auto now = clock::now();
+  expire(now);
+  recover_stalled_confirms(now);
+  if (!backlog_.empty() && refused_.empty() && session() && session()->alive())
+    loop_.wake(); // what recover_stalled_confirms requeued goes out in the next turn
   return true;
 }
 
@@ -262,26 +269,60 @@ void publisher::republish_refused(clock::time_point now) {
       || !session()->alive())
     return;
   // The broker keeps some state per channel (a quorum queue's record of
-  // its publishers), so the next attempt is made on a fresh one.
-  if (auto failed = reopen_publish_channel()) {
-    // The session died with it (session_lost() requeues the refused ones
-    // for the next connection), or it is killed now.
-    session()->kill("cannot reopen the publishing channel: " + describe(*failed));
-    return;
-  }
-  requeue_unconfirmed();
+  // its publishers), so the next attempt is made on a fresh one. If the
+  // session died instead, session_lost() requeues the refused ones for the
+  // next connection.
+  if (switch_publish_channel())
+    requeue_unconfirmed();
 }
 
-amqp_status publisher::reopen_publish_channel() {
-  if (auto failed = session()->close_channel(publish_channel_))
-    return failed;
-  if (auto failed = session()->open_channel(publish_channel_))
-    return failed;
-  amqp_confirm_select(session()->raw(), publish_channel_);
-  if (auto failed = session()->rpc_status(publish_channel_))
-    return failed;
+void publisher::recover_stalled_confirms(clock::time_point now) {
+  if (in_flight_.empty() || !refused_.empty() || !session() || !session()->alive())
+    return;
+  const auto& oldest = *in_flight_.begin()->second;
+  if (now - oldest.sent_at < stall_after_)
+    return;
+  // The channel lost track of a quorum queue's leader (RabbitMQ 3.10 does
+  // not send a publish again when the leader it went to dies): a fresh
+  // channel finds the new leader. Everything unconfirmed goes out again;
+  // the broker may have some of it already (at least once).
+  log_->warn("RabbitMQ has not confirmed message " + oldest.message->message_id() + " in "
+             + ms_text(std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest.sent_at))
+             + "; publishing the " + std::to_string(in_flight_.size())
+             + " unconfirmed messages again on a new channel");
+  if (switch_publish_channel())
+    requeue_unconfirmed();
+}
+
+bool publisher::switch_publish_channel() {
+  auto* s = session();
+  auto next = s->new_channel_number();
+  if (next == 0) {
+    // A new connection numbers its channels from 1 again.
+    s->kill("no channel number left for a new publishing channel");
+    return false;
+  }
+  // Nothing here waits for the broker: on a stalled connection an RPC would
+  // hold this thread, and every deadline with it, for operation_timeout.
+  // The broker carries the methods out in order: the new channel is open
+  // and in confirm mode before the first publish on it arrives. The old
+  // channel's late frames are ignored (read_frames looks at one channel).
+  amqp_channel_close_t close{};
+  close.reply_code = AMQP_REPLY_SUCCESS;
+  close.reply_text = amqp_cstring_bytes("moving to a new publishing channel");
+  amqp_channel_open_t open{};
+  amqp_confirm_select_t select{};
+  select.nowait = 1;
+  int status = amqp_send_method(s->raw(), publish_channel_, AMQP_CHANNEL_CLOSE_METHOD, &close);
+  if (status >= 0)
+    status = amqp_send_method(s->raw(), next, AMQP_CHANNEL_OPEN_METHOD, &open);
+  if (status >= 0)
+    status = amqp_send_method(s->raw(), next, AMQP_CONFIRM_SELECT_METHOD, &select);
+  if (s->call_status(status))
+    return false;
+  publish_channel_ = next;
   next_seq_ = 1;
-  return std::nullopt;
+  return true;
 }
 
 template <class Declare> amqp_status publisher::declare(Declare&& declare) {
@@ -349,6 +390,7 @@ void publisher::execute(const request_ptr& r) {
         retry_later();
         return;
       }
+      r->sent_at = clock::now();
       in_flight_.emplace(next_seq_++, r);
       return;
     }
@@ -439,6 +481,21 @@ void publisher::read_frames() {
   while (session()->alive() && session()->poll_frame(frame)) {
     if (frame.frame_type != AMQP_FRAME_METHOD)
       continue; // content of a return is read with its method; nothing else comes here
+    // A publishing channel left behind (switch_publish_channel) may still
+    // send confirms, returns and its close-ok: its publishes went out again
+    // on the current channel, and are settled there.
+    bool retired = frame.channel != publish_channel_ && frame.channel != declare_channel_
+                   && frame.channel != 0;
+    if (retired) {
+      if (frame.payload.method.id == AMQP_BASIC_RETURN_METHOD) {
+        amqp_message_t content;
+        if (!session()->read_content(frame.channel, content))
+          amqp_destroy_message(&content);
+      } else if (frame.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        session()->channel_closed_by_broker(frame); // answers close-ok
+      }
+      continue;
+    }
     switch (frame.payload.method.id) {
       case AMQP_BASIC_ACK_METHOD: {
         auto* ack = static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded);
@@ -594,6 +651,8 @@ publisher::clock::time_point publisher::next_deadline() const {
     next = std::min(next, in_flight_.begin()->second->deadline);
   if (!backlog_.empty())
     next = std::min(next, backlog_.front()->deadline);
+  if (!in_flight_.empty() && refused_.empty())
+    next = std::min(next, in_flight_.begin()->second->sent_at + stall_after_);
   if (!refused_.empty()) {
     next = std::min(next, refused_.begin()->second->deadline);
     // The refused wait for the sends in flight too (republish_refused):

@@ -107,6 +107,7 @@ private:
     clock::time_point deadline;
     std::optional<std::string> returned; // why the broker returned it (basic.return)
     bool refused = false;                // the broker nacked its last attempt
+    clock::time_point sent_at;           // its last publish
     // Exactly one of the two is set, and finish() calls it once.
     completion done;                                     // everything but inspect
     std::function<void(result<std::uint32_t>)> counted; // inspect
@@ -145,7 +146,12 @@ private:
   // a new publishing channel, and the refused publishes first in the
   // backlog, in their order.
   void republish_refused(clock::time_point now);
-  amqp_status reopen_publish_channel();
+  // A publish unconfirmed for stall_after_ while the connection lives:
+  // everything unconfirmed goes out again on a new channel.
+  void recover_stalled_confirms(clock::time_point now);
+  // Retires the publishing channel for a new one, without waiting for the
+  // broker. False: the session died (or was killed: no channel numbers left).
+  bool switch_publish_channel();
   // Moves refused_ and in_flight_, in publish order, to the front of the
   // backlog.
   void requeue_unconfirmed();
@@ -154,6 +160,9 @@ private:
   [[nodiscard]] error refusal_error(const request& r) const;
 
   const rabbitmq_settings settings_;
+  // How long a publish may wait for its confirm before the channel is
+  // suspected (a quarter of operation_timeout, at least a second).
+  const clock::duration stall_after_;
   const delay_levels levels_;
   const std::shared_ptr<topology_record> record_;
   const std::shared_ptr<const rabbitmq_logger> log_;
