@@ -66,9 +66,16 @@ fi
 
 # The broker of the RabbitMQ cases: bus-bench starts it in this folder just
 # before those cases and stops it after them, so that it never runs beside
-# the in-memory ones. Stopped here too on any exit, Ctrl-C included.
+# the in-memory ones; then a three-node cluster in this folder's name with
+# "-cluster" for the quorum queue rows, the same way. Stopped here too on any exit, Ctrl-C included.
 broker_dir=$(mktemp -d "${TMPDIR:-/tmp}/bus-bench-broker.XXXXXX")
-stop_broker() { scripts/rabbitmq-test-broker.sh stop "${broker_dir}" >/dev/null 2>&1 || true; }
+stop_broker() {
+  scripts/rabbitmq-test-broker.sh stop "${broker_dir}" >/dev/null 2>&1 || true
+  # The quorum queue rows' cluster (bus-bench starts it in DIR-cluster).
+  if [[ -d "${broker_dir}-cluster" ]]; then
+    scripts/rabbitmq-test-broker.sh cluster-stop "${broker_dir}-cluster" >/dev/null 2>&1 || true
+  fi
+}
 trap stop_broker EXIT
 trap 'exit 130' INT TERM
 suite_args+=(--rabbitmq-broker-script "$PWD/scripts/rabbitmq-test-broker.sh"

@@ -19,6 +19,11 @@
 //   acknowledges after it returns. Raw: basic.consume, decode the JSON
 //   body (what any consumer must do with a message), ack. --ack-every k > 1
 //   (raw only): one basic.ack(multiple) per k messages, the "limit" row.
+// --queue-type quorum (all three cases): the queue is a quorum queue
+// (replicated to a majority of a cluster's nodes before the broker
+// confirms), declared for both sides through the bus's own transport, so
+// that both use exactly the bus's arguments (delivery limit, at-least-once
+// dead-lettering to `<queue>_error`).
 // Every run uses queues of its own and deletes them at the end, so runs
 // leave the broker as they found it.
 #include <unistd.h>
@@ -52,11 +57,13 @@ std::string unique_queue(const std::string& what) {
   return "bench-" + what + "-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000);
 }
 
-std::shared_ptr<bus::rabbitmq_transport> connect_transport(const std::string& url) {
+std::shared_ptr<bus::rabbitmq_transport> connect_transport(const std::string& url, bool quorum) {
   auto settings = bus::parse_rabbitmq_url(url);
   if (!settings)
     throw std::runtime_error("bad broker URL: " + settings.error().message);
   settings->log = [](bus::rabbitmq_log_level, const std::string&) {};
+  if (quorum)
+    settings->queue_type = bus::rabbitmq_queue_type::quorum;
   auto transport = bus::rabbitmq_transport::connect(*settings);
   if (!transport)
     throw std::runtime_error(transport.error().message);
@@ -116,6 +123,34 @@ private:
   amqp_payload template_;
 };
 
+bool quorum_queues(const case_args& args) {
+  auto type = args.text("queue-type", "classic");
+  if (type != "classic" && type != "quorum")
+    throw std::runtime_error("--queue-type is classic or quorum, not '" + type + "'");
+  return type == "quorum";
+}
+
+// The case's queue: a durable classic queue declared raw, or a quorum
+// queue declared by the bus's transport (see the top of the file).
+void declare_case_queue(raw_amqp& admin, const std::string& url, const std::string& queue,
+                        bool quorum) {
+  if (!quorum) {
+    admin.declare_queue(queue);
+    return;
+  }
+  auto declared = connect_transport(url, true)->declare_queue(queue);
+  if (!declared)
+    throw std::runtime_error(declared.error().message);
+}
+
+// Removes the case's queue, and the error and skipped queues a bus endpoint
+// declared beside it (deleting a queue that does not exist is no error).
+void delete_case_queues(raw_amqp& admin, const std::string& queue) {
+  admin.delete_queue(queue);
+  admin.delete_queue(queue + "_error");
+  admin.delete_queue(queue + "_skipped");
+}
+
 case_result finish(const std::string& name, const std::string& impl, std::uint64_t messages,
                    std::uint64_t done, double seconds, bool finished) {
   return {{"case", name},
@@ -151,9 +186,10 @@ case_result run_rabbitmq_send(const case_args& args) {
   auto url = args.text("url", "");
   auto senders = static_cast<int>(args.number("senders", 1));
   auto messages = static_cast<std::uint64_t>(args.number("messages", 10'000));
+  auto quorum = quorum_queues(args);
   auto queue = unique_queue("send");
   raw_amqp admin(url);
-  admin.declare_queue(queue);
+  declare_case_queue(admin, url, queue, quorum);
 
   double seconds = 0;
   std::uint64_t sent = 0;
@@ -161,7 +197,7 @@ case_result run_rabbitmq_send(const case_args& args) {
     caf::actor_system_config cfg;
     configure(cfg, args);
     caf::actor_system sys{cfg};
-    auto bus = make_bus(sys, connect_transport(url), queue, 0, [](const ping&) {});
+    auto bus = make_bus(sys, connect_transport(url, quorum), queue, 0, [](const ping&) {});
     if (auto ok = bus->start(); !ok)
       throw std::runtime_error(ok.error().message);
     std::atomic<std::uint64_t> next{0}, confirmed{0}, failed{0};
@@ -187,9 +223,10 @@ case_result run_rabbitmq_send(const case_args& args) {
     seconds = raw_windowed_publish(url, queue, messages, static_cast<std::size_t>(senders));
     sent = messages;
   }
-  admin.delete_queue(queue);
+  delete_case_queues(admin, queue);
   auto r = finish("rabbitmq_send", impl, messages, sent, seconds, sent == messages);
   r["senders"] = senders;
+  r["queue_type"] = quorum ? "quorum" : "classic";
   return r;
 }
 
@@ -199,9 +236,10 @@ case_result run_rabbitmq_consume(const case_args& args) {
   auto slots = static_cast<int>(args.number("slots", 8));
   auto messages = static_cast<std::uint64_t>(args.number("messages", 10'000));
   auto deadline = steady::now() + std::chrono::seconds(args.number("max-seconds", 300));
+  auto quorum = quorum_queues(args);
   auto queue = unique_queue("consume");
   raw_amqp admin(url);
-  admin.declare_queue(queue);
+  declare_case_queue(admin, url, queue, quorum);
   payload_maker make(queue);
   raw_fill_queue(url, queue, messages, 1000, std::ref(make));
 
@@ -213,7 +251,7 @@ case_result run_rabbitmq_consume(const case_args& args) {
     configure(cfg, args);
     caf::actor_system sys{cfg};
     completion done;
-    auto bus = make_bus(sys, connect_transport(url), queue, slots,
+    auto bus = make_bus(sys, connect_transport(url, quorum), queue, slots,
                         [&done](const ping&) { done.complete(); });
     auto start = steady::now();
     if (auto ok = bus->start(); !ok)
@@ -222,8 +260,6 @@ case_result run_rabbitmq_consume(const case_args& args) {
     seconds = seconds_since(start);
     handled = done.done();
     bus->stop();
-    admin.delete_queue(queue + "_error");
-    admin.delete_queue(queue + "_skipped");
   } else {
     raw_amqp c(url);
     std::uint64_t decoded = 0, seq_sum = 0;
@@ -240,9 +276,10 @@ case_result run_rabbitmq_consume(const case_args& args) {
     handled = decoded;
     finished = decoded == messages && seq_sum == messages * (messages - 1) / 2;
   }
-  admin.delete_queue(queue);
+  delete_case_queues(admin, queue);
   auto r = finish("rabbitmq_consume", impl, messages, handled, seconds, finished);
   r["slots"] = slots;
+  r["queue_type"] = quorum ? "quorum" : "classic";
   r["ack_every"] = args.number("ack-every", 1);
   return r;
 }
@@ -283,9 +320,10 @@ case_result run_rabbitmq_async_send(const case_args& args) {
   auto url = args.text("url", "");
   auto in_flight = static_cast<std::int64_t>(args.number("window", 1000));
   auto messages = static_cast<std::uint64_t>(args.number("messages", 20'000));
+  auto quorum = quorum_queues(args);
   auto queue = unique_queue("async-send");
   raw_amqp admin(url);
-  admin.declare_queue(queue);
+  declare_case_queue(admin, url, queue, quorum);
 
   double seconds = 0;
   std::uint64_t sent = 0;
@@ -297,7 +335,7 @@ case_result run_rabbitmq_async_send(const case_args& args) {
     completion done;
     std::atomic<std::uint64_t> failed{0};
     // Stopped before what its completions use goes: it owes none after stop().
-    auto bus = make_bus(sys, connect_transport(url), queue, 0, [](const ping&) {});
+    auto bus = make_bus(sys, connect_transport(url, quorum), queue, 0, [](const ping&) {});
     if (auto ok = bus->start(); !ok)
       throw std::runtime_error(ok.error().message);
     auto start = steady::now();
@@ -320,9 +358,10 @@ case_result run_rabbitmq_async_send(const case_args& args) {
     seconds = raw_windowed_publish(url, queue, messages, static_cast<std::size_t>(in_flight));
     sent = messages;
   }
-  admin.delete_queue(queue);
+  delete_case_queues(admin, queue);
   auto r = finish("rabbitmq_async_send", impl, messages, sent, seconds, sent == messages);
   r["window"] = in_flight;
+  r["queue_type"] = quorum ? "quorum" : "classic";
   return r;
 }
 

@@ -66,8 +66,11 @@ const int blocking_slots[] = {8, 64};
 const int blocking_ms = 10;
 const int round_trip_slots = 64;
 // Concurrent senders (bus) = unconfirmed window (raw); prefetch = slots.
-const int rabbitmq_senders[] = {1, 8, 64};
-const int rabbitmq_slots[] = {1, 8, 64};
+const std::vector<int> rabbitmq_senders{1, 8, 64};
+const std::vector<int> rabbitmq_slots{1, 8, 64};
+// Quorum queues on the three-node cluster: the middle rows only.
+const std::vector<int> rabbitmq_cluster_senders{8};
+const std::vector<int> rabbitmq_cluster_slots{8};
 // The non-blocking send: one thread, this many in flight (bus) = the raw
 // publisher's window of confirms. The raw consume "limit": this prefetch,
 // one basic.ack(multiple) per quarter of it.
@@ -457,12 +460,14 @@ json round_trip_section(case_runner& run, const suite_options& o, const sizes& s
 // Bus and raw rabbitmq-c interleaved, run by run, so that the broker's
 // state (its disk, its memory) drifts under both alike.
 json rabbitmq_rows(case_runner& run, const suite_options& o, const sizes& s,
-                   const std::string& name, const char* knob, const int (&values)[3]) {
+                   const std::string& name, const char* knob, const std::vector<int>& values,
+                   const std::vector<std::string>& extra = {}) {
   json rows = json::array();
   for (int v : values) {
     auto messages = v == 1 ? s.rabbitmq_one : s.rabbitmq_many;
     auto args = std::vector<std::string>{"--url", o.rabbitmq_url, std::string("--") + knob,
-                                         std::to_string(v), "--messages", std::to_string(messages)};
+                                         std::to_string(v), "--messages", std::to_string(messages)}
+                + extra;
     std::vector<json> bus_runs, raw_runs;
     for (int r = 0; r < o.runs; ++r) {
       bus_runs.push_back(run.run(name, args + std::vector<std::string>{"--impl", "bus"}));
@@ -477,11 +482,13 @@ json rabbitmq_rows(case_runner& run, const suite_options& o, const sizes& s,
 }
 
 // One thread, rabbitmq_async_window sends in flight, bus and raw interleaved.
-json rabbitmq_async_row(case_runner& run, const suite_options& o, const sizes& s) {
+json rabbitmq_async_row(case_runner& run, const suite_options& o, const sizes& s,
+                        const std::vector<std::string>& extra = {}) {
   auto messages = 2 * s.rabbitmq_many;
   auto args = std::vector<std::string>{"--url", o.rabbitmq_url, "--window",
                                        std::to_string(rabbitmq_async_window), "--messages",
-                                       std::to_string(messages)};
+                                       std::to_string(messages)}
+              + extra;
   std::vector<json> bus_runs, raw_runs;
   for (int r = 0; r < o.runs; ++r) {
     bus_runs.push_back(run.run("rabbitmq_async_send", args + std::vector<std::string>{"--impl", "bus"}));
@@ -531,6 +538,27 @@ json rabbitmq_section(case_runner& run, const suite_options& o, const sizes& s) 
           {"async_send", rabbitmq_async_row(run, o, s)},
           {"consume", consume},
           {"consume_limit", limit}};
+}
+
+// Quorum queues on a throwaway three-node cluster (issue 15), bus and raw
+// interleaved as above, both on the cluster's first node.
+json rabbitmq_cluster_section(case_runner& run, const suite_options& o, const sizes& s,
+                              const std::string& url, const std::string& status) {
+  if (url.empty())
+    return {{"status", status}, {"send", nullptr}, {"async_send", nullptr}, {"consume", nullptr}};
+  auto on_cluster = o;
+  on_cluster.rabbitmq_url = url;
+  const std::vector<std::string> quorum{"--queue-type", "quorum"};
+  return {{"status", "a throwaway three-node cluster on this machine "
+                     "(scripts/rabbitmq-test-broker.sh cluster-start), both sides on node 1; "
+                     "quorum queues with the bus's arguments, declared by its transport for "
+                     "both sides; persistent messages, publisher confirms, one basic.ack per "
+                     "message on the raw side"},
+          {"send", rabbitmq_rows(run, on_cluster, s, "rabbitmq_send", "senders",
+                                 rabbitmq_cluster_senders, quorum)},
+          {"async_send", rabbitmq_async_row(run, on_cluster, s, quorum)},
+          {"consume", rabbitmq_rows(run, on_cluster, s, "rabbitmq_consume", "slots",
+                                    rabbitmq_cluster_slots, quorum)}};
 }
 
 // -- targets ------------------------------------------------------------------
@@ -652,6 +680,33 @@ json evaluate_targets(const json& results) {
 
 // -- the table ----------------------------------------------------------------
 
+// The send, consume and async send rows of a RabbitMQ section.
+void print_bus_raw_rows(const json& mq) {
+  std::printf("  %-26s %10s %12s %12s %8s %10s\n", "", "messages", "bus msg/s", "raw msg/s",
+              "bus/raw", "RSS b/r");
+  for (const char* path : {"send", "consume"})
+    for (const auto& row : mq[path]) {
+      auto label = std::string(path) == "send"
+                       ? "send, " + std::to_string(row["senders"].get<int>())
+                             + (row["senders"].get<int>() == 1 ? " sender" : " senders")
+                       : "consume, prefetch " + std::to_string(row["slots"].get<int>());
+      std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(),
+                  k(row["messages"]).c_str(), fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
+                  fmt("%.1fk", num(row["raw_msgs_per_s"]) / 1000).c_str(),
+                  x(row["ratio_bus_to_raw"]).c_str(),
+                  (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
+    }
+  if (mq.contains("async_send") && mq["async_send"].is_object()) {
+    const auto& row = mq["async_send"];
+    auto label = "async send, " + std::to_string(row["window"].get<int>()) + " in flight";
+    std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(), k(row["messages"]).c_str(),
+                fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
+                fmt("%.1fk", num(row["raw_msgs_per_s"]) / 1000).c_str(),
+                x(row["ratio_bus_to_raw"]).c_str(),
+                (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
+  }
+}
+
 void print_table(const json& results, const suite_options& o) {
   const auto& m = results["machine"];
   std::printf("\nbus-bench: %u cores (%s), %s memory, CAF %d with %d worker threads; median of %d "
@@ -767,29 +822,7 @@ void print_table(const json& results, const suite_options& o) {
   const auto& mq = results["rabbitmq"];
   std::printf("\nRabbitMQ: %s\n", mq["status"].get<std::string>().c_str());
   if (mq["send"].is_array()) {
-    std::printf("  %-26s %10s %12s %12s %8s %10s\n", "", "messages", "bus msg/s", "raw msg/s",
-                "bus/raw", "RSS b/r");
-    for (const char* path : {"send", "consume"})
-      for (const auto& row : mq[path]) {
-        auto label = std::string(path) == "send"
-                         ? "send, " + std::to_string(row["senders"].get<int>())
-                               + (row["senders"].get<int>() == 1 ? " sender" : " senders")
-                         : "consume, prefetch " + std::to_string(row["slots"].get<int>());
-        std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(),
-                    k(row["messages"]).c_str(), fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
-                    fmt("%.1fk", num(row["raw_msgs_per_s"]) / 1000).c_str(),
-                    x(row["ratio_bus_to_raw"]).c_str(),
-                    (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
-      }
-    if (mq.contains("async_send") && mq["async_send"].is_object()) {
-      const auto& row = mq["async_send"];
-      auto label = "async send, " + std::to_string(row["window"].get<int>()) + " in flight";
-      std::printf("  %-26s %10s %12s %12s %8s %10s\n", label.c_str(), k(row["messages"]).c_str(),
-                  fmt("%.1fk", num(row["bus_msgs_per_s"]) / 1000).c_str(),
-                  fmt("%.1fk", num(row["raw_msgs_per_s"]) / 1000).c_str(),
-                  x(row["ratio_bus_to_raw"]).c_str(),
-                  (mb(row["bus_peak_rss_kb"]) + "/" + mb(row["raw_peak_rss_kb"])).c_str());
-    }
+    print_bus_raw_rows(mq);
     if (mq.contains("consume_limit") && mq["consume_limit"].is_object()) {
       const auto& limit = mq["consume_limit"];
       std::printf("  raw consume limit (prefetch %d, multiple ack per %d): %s msg/s; bus consume "
@@ -804,6 +837,14 @@ void print_table(const json& results, const suite_options& o) {
                 "unconfirmed; async send: one thread, bus.send_async with a window vs "
                 "raw with that window of confirms; consume: an endpoint with a no-op handler vs "
                 "raw consume+decode\n");
+  }
+
+  if (results.contains("rabbitmq_cluster")) {
+    const auto& qq = results["rabbitmq_cluster"];
+    std::printf("\nRabbitMQ, quorum queues on a three-node cluster: %s\n",
+                qq["status"].get<std::string>().c_str());
+    if (qq["send"].is_array())
+      print_bus_raw_rows(qq);
   }
 
   std::printf("\nTargets (goals, not assertions)\n");
@@ -854,6 +895,15 @@ int run_suite(const suite_options& o) {
     if (broker.url().empty())
       with_broker.rabbitmq_status = "not measured: the throwaway broker did not start (" + log + ")";
     results["rabbitmq"] = rabbitmq_section(run, with_broker, s);
+  }
+  // The cluster after the single node is gone: they never run together.
+  if (!o.blocking_only && !o.rabbitmq_broker_script.empty() && !o.rabbitmq_broker_dir.empty()) {
+    auto log = (std::filesystem::path(o.json_path).parent_path() / "cluster.log").string();
+    throwaway_broker cluster(o.rabbitmq_broker_script, o.rabbitmq_broker_dir + "-cluster", log,
+                             throwaway_broker::shape::cluster);
+    results["rabbitmq_cluster"] = rabbitmq_cluster_section(
+        run, o, s, cluster.url(),
+        "not measured: the throwaway cluster did not start (" + log + ")");
   }
   results["machine"]["load_average_at_end"] = load_average();
   results["targets"] = evaluate_targets(results);

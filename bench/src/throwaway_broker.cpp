@@ -16,10 +16,10 @@ std::string shell_quoted(const std::string& s) {
   return out + "'";
 }
 
-// BUS_RABBITMQ_URL from the broker.env the script writes.
-std::string url_from(const std::string& dir) {
+// `name` (BUS_RABBITMQ_URL) from the broker.env the script writes.
+std::string url_from(const std::string& dir, const std::string& name) {
   std::ifstream env(dir + "/broker.env");
-  const std::string key = "BUS_RABBITMQ_URL=";
+  const std::string key = name + "=";
   for (std::string line; std::getline(env, line);)
     if (line.rfind(key, 0) == 0) {
       auto value = line.substr(key.size());
@@ -32,16 +32,19 @@ std::string url_from(const std::string& dir) {
 
 } // namespace
 
-throwaway_broker::throwaway_broker(std::string script, std::string dir, const std::string& log)
-  : script_(std::move(script)), dir_(std::move(dir)) {
-  auto command = shell_quoted(script_) + " start " + shell_quoted(dir_) + " >" + shell_quoted(log)
+throwaway_broker::throwaway_broker(std::string script, std::string dir, const std::string& log,
+                                   shape what)
+  : script_(std::move(script)), dir_(std::move(dir)), shape_(what) {
+  auto start = shape_ == shape::cluster ? " cluster-start " : " start ";
+  auto command = shell_quoted(script_) + start + shell_quoted(dir_) + " >" + shell_quoted(log)
                  + " 2>&1";
   if (std::system(command.c_str()) == 0)
-    url_ = url_from(dir_);
+    url_ = url_from(dir_, shape_ == shape::cluster ? "BUS_RABBITMQ_NODE1_URL" : "BUS_RABBITMQ_URL");
 }
 
 throwaway_broker::~throwaway_broker() {
-  auto command = shell_quoted(script_) + " stop " + shell_quoted(dir_) + " >/dev/null 2>&1";
+  auto stop = shape_ == shape::cluster ? " cluster-stop " : " stop ";
+  auto command = shell_quoted(script_) + stop + shell_quoted(dir_) + " >/dev/null 2>&1";
   [[maybe_unused]] auto stopped = std::system(command.c_str());
 }
 
