@@ -190,9 +190,8 @@ bool publisher::turn() {
     read_frames();
   auto now = clock::now();
   expire(now);
-  recover_stalled_confirms(now);
-  if (!backlog_.empty() && refused_.empty() && session() && session()->alive())
-    loop_.wake(); // what recover_stalled_confirms requeued goes out in the next turn
+  if (recover_stalled_confirms(now))
+    loop_.wake(); // what it requeued goes out in the next turn, not after the idle wait
   return true;
 }
 
@@ -276,12 +275,14 @@ void publisher::republish_refused(clock::time_point now) {
     requeue_unconfirmed();
 }
 
-void publisher::recover_stalled_confirms(clock::time_point now) {
-  if (in_flight_.empty() || !refused_.empty() || !session() || !session()->alive())
-    return;
+bool publisher::recover_stalled_confirms(clock::time_point now) {
+  // Blocked, the broker reads nothing: a confirm is late for that reason,
+  // and a new channel's methods would only fill the socket.
+  if (in_flight_.empty() || !refused_.empty() || blocked_ || !session() || !session()->alive())
+    return false;
   const auto& oldest = *in_flight_.begin()->second;
   if (now - oldest.sent_at < stall_after_)
-    return;
+    return false;
   // The channel lost track of a quorum queue's leader (RabbitMQ 3.10 does
   // not send a publish again when the leader it went to dies): a fresh
   // channel finds the new leader. Everything unconfirmed goes out again;
@@ -290,8 +291,10 @@ void publisher::recover_stalled_confirms(clock::time_point now) {
              + ms_text(std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest.sent_at))
              + "; publishing the " + std::to_string(in_flight_.size())
              + " unconfirmed messages again on a new channel");
-  if (switch_publish_channel())
-    requeue_unconfirmed();
+  if (!switch_publish_channel())
+    return false;
+  requeue_unconfirmed();
+  return true;
 }
 
 bool publisher::switch_publish_channel() {
@@ -651,7 +654,7 @@ publisher::clock::time_point publisher::next_deadline() const {
     next = std::min(next, in_flight_.begin()->second->deadline);
   if (!backlog_.empty())
     next = std::min(next, backlog_.front()->deadline);
-  if (!in_flight_.empty() && refused_.empty())
+  if (!in_flight_.empty() && refused_.empty() && !blocked_)
     next = std::min(next, in_flight_.begin()->second->sent_at + stall_after_);
   if (!refused_.empty()) {
     next = std::min(next, refused_.begin()->second->deadline);

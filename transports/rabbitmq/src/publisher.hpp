@@ -147,8 +147,9 @@ private:
   // backlog, in their order.
   void republish_refused(clock::time_point now);
   // A publish unconfirmed for stall_after_ while the connection lives:
-  // everything unconfirmed goes out again on a new channel.
-  void recover_stalled_confirms(clock::time_point now);
+  // everything unconfirmed goes out again on a new channel. True: it
+  // requeued them.
+  bool recover_stalled_confirms(clock::time_point now);
   // Retires the publishing channel for a new one, without waiting for the
   // broker. False: the session died (or was killed: no channel numbers left).
   bool switch_publish_channel();
