@@ -106,11 +106,11 @@ int leader_of(const std::string& queue) {
 
 // Declares the `levels` delay levels (a delayed send to a scratch queue
 // declares them on the way), and moves the leadership of each that node
-// `spared` leads to another node.
-void place_delay_levels(unsigned levels, int spared) {
+// `victim_node` (the one the test will kill) leads to another node.
+void place_delay_levels(unsigned levels, int victim_node) {
   bus::test::log_capture log;
   auto declarer =
-      bus::test::connect_transport(cluster_settings(spared % 3 + 1, "levels", log, levels));
+      bus::test::connect_transport(cluster_settings(victim_node % 3 + 1, "levels", log, levels));
   auto scratch = bus::test::unique_name("cluster.levels");
   REQUIRE(declarer->declare_queue(scratch));
   bus::envelope e;
@@ -123,7 +123,7 @@ void place_delay_levels(unsigned levels, int spared) {
   bus::detail::delay_levels names(levels, settings.delay_unit);
   for (unsigned k = 0; k < names.count(); ++k)
     REQUIRE(run_tool("BUS_RABBITMQ_EVICT_LEADER",
-                     "'" + names.level_name(k) + "' " + std::to_string(spared))
+                     "'" + names.level_name(k) + "' " + std::to_string(victim_node))
             == 0);
 }
 
