@@ -7,7 +7,8 @@
 // the kill the transports fail over to the next node of the URL by
 // themselves; every confirmed message ends in exactly one place (handled
 // XOR the error queue, at least once within it), the delay levels drain,
-// and the endpoint's counters reconcile.
+// and the endpoint's counters reconcile. The node killed leads none of the
+// case's delay levels (see connected_node_levels for the broker fault).
 //
 // The cluster comes from the ctest fixture rabbitmq_cluster
 // (scripts/rabbitmq-test-broker.sh cluster-start); each case revives the
@@ -148,8 +149,8 @@ void run_case(victim which) {
     return ::cluster_settings(first, name, log, levels);
   };
   // The bus connects to node 1 first. For the leader case the endpoint's
-  // queues are declared first from node 3, so that node 3 leads them (a
-  // quorum queue's leader is placed on the declaring client's node) and
+  // queues are declared first from node 3, so that another node than 1
+  // leads them (if node 1 does all the same, its leadership is moved) and
   // the kill does not touch the bus's own connections. The node to be
   // killed leads none of the delay levels (see connected_node_levels).
   int connected = 1;
