@@ -447,7 +447,6 @@ cluster_revive() {
   say "node ${n} is back"
 }
 
-# The node (1..3) that leads quorum queue Q, from `list_queues name leader`.
 # rabbitmq-queues against node DIR (same environment as ctl).
 queues_cli() {
   local dir=$1
@@ -455,6 +454,8 @@ queues_cli() {
   (node_env "${dir}" && cd "${dir}" && "${RABBIT_BIN}/rabbitmq-queues" -n "${RABBITMQ_NODENAME}" "$@")
 }
 
+# Moves quorum queue Q's leadership off node N, if N leads it: N's member is
+# removed (the others elect a leader) and added back, as a follower.
 cluster_evict_leader() {
   local dir=$1 queue=$2 n=$3 vhost=${4:-/} nd name
   [[ "$(cluster_leader "${dir}" "${queue}" "${vhost}")" == "${n}" ]] || return 0
@@ -467,6 +468,7 @@ cluster_evict_leader() {
   say "node ${n} no longer leads '${queue}'"
 }
 
+# The node (1..3) that leads quorum queue Q, from `list_queues name leader`.
 cluster_leader() {
   local dir=$1 queue=$2 vhost=${3:-/} any leader n
   any=$(cluster_running_node "${dir}")
