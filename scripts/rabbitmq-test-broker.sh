@@ -37,12 +37,20 @@
 #                                                the leadership to another node (N's
 #                                                member is removed, an election runs,
 #                                                N joins again as a follower)
+#   rabbitmq-test-broker.sh cluster-stop-dead-letter-worker DIR Q [VHOST]
+#                                                end quorum queue Q's dead-letter worker
+#                                                (not restarted): Q strands what expires,
+#                                                as the broker fault of docs/rabbitmq.md
+#   rabbitmq-test-broker.sh cluster-queues DIR ARGS..  rabbitmq-queues on a node that answers
 #   rabbitmq-test-broker.sh cluster-ctl DIR ARGS..  rabbitmqctl on a node that answers
 # Its broker.env: BUS_RABBITMQ_URL lists all three nodes
 # (amqp://guest:guest@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/), BUS_RABBITMQ_NODE<N>_URL
-# each node alone, and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
+# each node alone, BUS_RABBITMQ_NODE<N>_NAME its Erlang node name (as list_queues
+# shows it), and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
 # BUS_RABBITMQ_KILL (DIR/kill N), BUS_RABBITMQ_REVIVE (DIR/revive N),
-# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]), BUS_RABBITMQ_EVICT_LEADER (DIR/evict-leader Q N [VHOST]).
+# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]), BUS_RABBITMQ_EVICT_LEADER (DIR/evict-leader Q N [VHOST]),
+# BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER (DIR/stop-dead-letter-worker Q [VHOST]),
+# BUS_RABBITMQ_QUEUES (DIR/queues ARGS: rabbitmq-queues).
 #
 # DIR/broker.env (KEY=VALUE lines, read by the tests; `source DIR/broker.env`
 # in bash sets them too: a value with anything a shell would read specially,
@@ -324,6 +332,8 @@ cluster_write_env() {
   write_command "${dir}" revive cluster-revive
   write_command "${dir}" leader cluster-leader
   write_command "${dir}" evict-leader cluster-evict-leader
+  write_command "${dir}" stop-dead-letter-worker cluster-stop-dead-letter-worker
+  write_command "${dir}" queues cluster-queues
   local joined
   joined=$(IFS=,; printf '%s' "${hosts[*]}")
   {
@@ -331,11 +341,16 @@ cluster_write_env() {
     env_line BUS_RABBITMQ_NODE1_URL "${node_urls[0]}"
     env_line BUS_RABBITMQ_NODE2_URL "${node_urls[1]}"
     env_line BUS_RABBITMQ_NODE3_URL "${node_urls[2]}"
+    for n in "${cluster_nodes[@]}"; do
+      env_line "BUS_RABBITMQ_NODE${n}_NAME" "$(node_name_of "$(cluster_node_dir "${dir}" "${n}")")"
+    done
     env_line BUS_RABBITMQ_CTL "${dir}/ctl"
     env_line BUS_RABBITMQ_KILL "${dir}/kill"
     env_line BUS_RABBITMQ_REVIVE "${dir}/revive"
     env_line BUS_RABBITMQ_LEADER "${dir}/leader"
     env_line BUS_RABBITMQ_EVICT_LEADER "${dir}/evict-leader"
+    env_line BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER "${dir}/stop-dead-letter-worker"
+    env_line BUS_RABBITMQ_QUEUES "${dir}/queues"
   } >"${dir}/broker.env"
 }
 
@@ -455,17 +470,49 @@ queues_cli() {
 }
 
 # Moves quorum queue Q's leadership off node N, if N leads it: N's member is
-# removed (the others elect a leader) and added back, as a follower.
+# removed (the others elect a leader) and added back, as a follower. Fails
+# when Q does not exist or nobody can say who leads it: an eviction that
+# found nothing to do must never look like one that did.
 cluster_evict_leader() {
-  local dir=$1 queue=$2 n=$3 vhost=${4:-/} nd name
-  [[ "$(cluster_leader "${dir}" "${queue}" "${vhost}")" == "${n}" ]] || return 0
+  local dir=$1 queue=$2 n=$3 vhost=${4:-/} nd name leader
+  leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
+    die "cannot move the leadership of '${queue}': nobody says who leads it"
+  [[ "${leader}" == "${n}" ]] || return 0
   nd=$(cluster_node_dir "${dir}" "${n}")
   name=$(node_name_of "${nd}")
   queues_cli "${nd}" -q delete_member --vhost "${vhost}" "${queue}" "${name}" >/dev/null
   queues_cli "${nd}" -q add_member --vhost "${vhost}" "${queue}" "${name}" >/dev/null
-  [[ "$(cluster_leader "${dir}" "${queue}" "${vhost}")" != "${n}" ]] ||
-    die "node ${n} still leads '${queue}'"
+  leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
+    die "nobody leads '${queue}' after moving its leadership off node ${n}"
+  [[ "${leader}" != "${n}" ]] || die "node ${n} still leads '${queue}'"
   say "node ${n} no longer leads '${queue}'"
+}
+
+# Ends quorum queue Q's dead-letter worker, wherever it runs, and prints how
+# many it ended (0 or 1). Not restarted (terminate_child of a simple
+# supervisor), the queue is left as RabbitMQ 3.10.8 leaves a queue whose new
+# leader's worker failed to register (rabbitmq-server#7677): expired
+# messages stay, counted in `messages` but not `messages_ready`, until the
+# next leader change starts a worker again. The tests make a stranded delay
+# level this way, deterministically, instead of hoping a kill races.
+cluster_stop_dead_letter_worker() {
+  local dir=$1 queue=$2 vhost=${3:-/} any
+  any=$(cluster_running_node "${dir}")
+  ctl "$(cluster_node_dir "${dir}" "${any}")" -q eval "
+    R = rabbit_misc:r(<<\"${vhost}\">>, queue, <<\"${queue}\">>),
+    Workers = [{N, P} || N <- rabbit_nodes:all_running(),
+                         {_, P, _, _} <- rpc:call(N, supervisor, which_children, [rabbit_fifo_dlx_sup]),
+                         lists:member(R, tuple_to_list(rpc:call(N, sys, get_state, [P])))],
+    [ok = rpc:call(N, supervisor, terminate_child, [rabbit_fifo_dlx_sup, P]) || {N, P} <- Workers],
+    io:format(\"~b~n\", [length(Workers)])." | head -n 1
+}
+
+# rabbitmq-queues on a node that answers, with its arguments: what an
+# operator runs to move a leader (busctl repair-delay-level runs it).
+cluster_queues() {
+  local dir=$1
+  shift
+  queues_cli "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
 }
 
 # The node (1..3) that leads quorum queue Q, from `list_queues name leader`.
@@ -486,7 +533,7 @@ cluster_leader() {
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,69p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
@@ -517,9 +564,16 @@ case "${cmd}" in
   cluster-evict-leader)
     cluster_evict_leader "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:?which node?}" "${3:-/}"
     ;;
+  cluster-stop-dead-letter-worker)
+    cluster_stop_dead_letter_worker "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:-/}"
+    ;;
+  cluster-queues)
+    dir=$(cd "${dir}" && pwd)
+    cluster_queues "${dir}" "$@"
+    ;;
   cluster-ctl)
     dir=$(cd "${dir}" && pwd)
     ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
     ;;
-  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-evict-leader, cluster-ctl)" ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-evict-leader, cluster-stop-dead-letter-worker, cluster-queues, cluster-ctl)" ;;
 esac

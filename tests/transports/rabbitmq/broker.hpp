@@ -107,12 +107,12 @@ inline int rabbitmqctl(const std::string& args) {
   return std::system(command.c_str());
 }
 
-// What `rabbitmqctl list_queues -q name messages` says: every queue of the
-// vhost "/" with its messages, ready and delivered but unacknowledged
-// together (an AMQP passive declare counts the ready ones only). FAILs if
-// rabbitmqctl fails.
-inline std::map<std::string, long> queue_depths() {
-  auto command = broker_env("BUS_RABBITMQ_CTL") + " list_queues -q name messages 2>&1";
+// `rabbitmqctl list_queues -q name <columns>` on the test broker: one row
+// per queue of the vhost "/", its name first, then the columns' values as
+// text. FAILs if rabbitmqctl fails.
+inline std::vector<std::vector<std::string>> list_queues(const std::string& columns) {
+  auto command = broker_env("BUS_RABBITMQ_CTL") + " list_queues -q --no-table-headers name "
+                 + columns + " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
   if (!pipe)
     FAIL("cannot run " << command);
@@ -122,17 +122,35 @@ inline std::map<std::string, long> queue_depths() {
     output.append(buffer, n);
   if (::pclose(pipe.release()) != 0)
     FAIL(command << " failed: " << output);
-  // Line by line: rabbitmqctl prints a "name messages" header even with
-  // -q, and a line that does not end in a count is not a queue.
-  std::map<std::string, long> depths;
+  std::vector<std::vector<std::string>> rows;
   std::istringstream lines(output);
   std::string line;
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
-    std::string name;
-    long messages = 0;
-    if (fields >> name >> messages)
-      depths[name] = messages;
+    std::vector<std::string> row;
+    std::string field;
+    while (fields >> field)
+      row.push_back(field);
+    if (!row.empty())
+      rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// What `rabbitmqctl list_queues -q name messages` says: every queue of the
+// vhost "/" with its messages, ready and delivered but unacknowledged
+// together, and on a quorum queue the dead letters it still holds (an AMQP
+// passive declare counts the ready ones only). FAILs if rabbitmqctl fails.
+inline std::map<std::string, long> queue_depths() {
+  std::map<std::string, long> depths;
+  for (const auto& row : list_queues("messages")) {
+    // A line that does not end in a count is not a queue.
+    char* end = nullptr;
+    if (row.size() == 2) {
+      long messages = std::strtol(row[1].c_str(), &end, 10);
+      if (end != row[1].c_str() && *end == '\0')
+        depths[row[0]] = messages;
+    }
   }
   return depths;
 }

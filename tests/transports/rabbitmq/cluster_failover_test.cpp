@@ -47,6 +47,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(cluster_probe, id, fails_first, always_fails)
 
 constexpr std::size_t slots = 4;
 constexpr int immediate_retries = 2;
+// The redelivery's delay: 10 units of 100 ms, held by levels 3 and 1.
+constexpr std::chrono::milliseconds redelivery_delay = 1s;
 // How many messages the producer keeps ahead of the endpoint (sent, not
 // ended yet): the endpoint holds a slot for 80 ms of immediate retries on
 // a message that always fails, so a producer that ran free would bury it
@@ -105,27 +107,100 @@ int leader_of(const std::string& queue) {
   return std::atoi(buffer);
 }
 
-// Declares the `levels` delay levels (a delayed send to a scratch queue
-// declares them on the way), and moves the leadership of each that node
-// `victim_node` (the one the test will kill) leads to another node.
-void place_delay_levels(unsigned levels, int victim_node) {
+// The queues of the vhost "/" as rabbitmqctl lists them (name, leader,
+// messages, messages_ready) for those `wanted` says: what a failure shows.
+std::string queue_table(const std::function<bool(const std::string&)>& wanted) {
+  std::string out;
+  for (const auto& row : bus::test::list_queues("leader messages messages_ready"))
+    if (wanted(row[0])) {
+      out += "  ";
+      for (const auto& field : row)
+        out += field + "  ";
+      out += "\n";
+    }
+  return out.empty() ? "  (none)\n" : out;
+}
+
+// Node n's (1..3) Erlang name, as rabbitmqctl shows leaders.
+std::string node_name(int n) {
+  return bus::test::broker_env("BUS_RABBITMQ_NODE" + std::to_string(n) + "_NAME");
+}
+
+// The levels' leaders, by Erlang node name.
+std::map<std::string, std::string> level_leaders(const bus::detail::delay_levels& names) {
+  std::map<std::string, std::string> leaders;
+  for (const auto& row : bus::test::list_queues("leader"))
+    for (unsigned k = 0; k < names.count(); ++k)
+      if (row.size() == 2 && row[0] == names.level_name(k))
+        leaders[row[0]] = row[1];
+  return leaders;
+}
+
+// Requires that node `n` (1..3) leads none of the levels; returns who does.
+std::map<std::string, std::string> require_none_led_by(const bus::detail::delay_levels& names,
+                                                       int n) {
+  auto leaders = level_leaders(names);
+  auto name = node_name(n);
+  for (unsigned k = 0; k < names.count(); ++k) {
+    INFO("delay level " << names.level_name(k) << ", node " << n << " is " << name);
+    REQUIRE(leaders.count(names.level_name(k)) == 1);
+    REQUIRE(leaders[names.level_name(k)] != name);
+  }
+  return leaders;
+}
+
+// A delayed message of `delay` from `through` to `queue` arrives within the
+// delay and `margin`: the levels it passes forward what expires.
+bool canary_arrives(bus::rabbitmq_transport& through, const std::string& queue,
+                    bus::test::delivery_collector& arrivals, std::chrono::milliseconds delay,
+                    const std::string& id, std::chrono::seconds margin = 20s) {
+  bus::envelope e;
+  e.message_id = id;
+  e.message_type = "canary";
+  e.sent_at = std::chrono::system_clock::now();
+  e.body = bus::message_body::text("{}");
+  auto before = arrivals.size();
+  REQUIRE(through.send_delayed(queue, e, delay));
+  return arrivals.wait_for(before + 1,
+                           std::chrono::duration_cast<std::chrono::seconds>(delay) + margin);
+}
+
+// Declares the `levels` delay levels for real (a message delayed one unit,
+// from a node the test will not kill, that arrives), moves the leadership
+// of each that node `victim_node` (the one the test will kill) leads to
+// another node, and then sends a canary through the levels the test's
+// redeliveries use (`redelivery`): a leader change is itself one that can
+// strand a level, so the eviction must be seen to leave them working.
+void place_delay_levels(unsigned levels, int victim_node, std::chrono::milliseconds redelivery) {
   bus::test::log_capture log;
   auto declarer =
       bus::test::connect_transport(cluster_settings(victim_node % 3 + 1, "levels", log, levels));
   auto scratch = bus::test::unique_name("cluster.levels");
   REQUIRE(declarer->declare_queue(scratch));
-  bus::envelope e;
-  e.message_id = "place-levels";
-  e.message_type = "placement";
-  e.sent_at = std::chrono::system_clock::now();
-  e.body = bus::message_body::text("{}");
-  REQUIRE(declarer->send_delayed(scratch, e, 0ms));
-  auto settings = bus::test::test_settings();
-  bus::detail::delay_levels names(levels, settings.delay_unit);
-  for (unsigned k = 0; k < names.count(); ++k)
-    REQUIRE(run_tool("BUS_RABBITMQ_EVICT_LEADER",
-                     "'" + names.level_name(k) + "' " + std::to_string(victim_node))
-            == 0);
+  bus::test::delivery_collector arrivals;
+  REQUIRE(declarer->consume(scratch, 10, [&](bus::delivery d) {
+    auto tag = d.tag;
+    arrivals.handler()(std::move(d));
+    (void)declarer->ack(tag);
+  }));
+  auto unit = bus::test::test_settings().delay_unit;
+  bus::detail::delay_levels names(levels, unit);
+  REQUIRE(canary_arrives(*declarer, scratch, arrivals, unit, "declare-levels"));
+  // One look at who leads what, then an eviction (a rabbitmq-queues round
+  // trip or two) only where it is needed.
+  auto leaders = level_leaders(names);
+  REQUIRE(leaders.size() == names.count());
+  auto victim_name = node_name(victim_node);
+  for (const auto& [level, leader] : leaders)
+    if (leader == victim_name)
+      REQUIRE(
+          run_tool("BUS_RABBITMQ_EVICT_LEADER", "'" + level + "' " + std::to_string(victim_node))
+          == 0);
+  INFO("the levels after moving their leaders off node "
+       << victim_node << ":\n"
+       << queue_table([&](const std::string& q) { return q.rfind(names.prefix(), 0) == 0; }));
+  REQUIRE(canary_arrives(*declarer, scratch, arrivals, redelivery, "after-eviction"));
+  declarer->cancel(scratch);
 }
 
 // Revives a killed node when the case ends, whatever happened in it.
@@ -138,6 +213,33 @@ struct revive_on_exit {
 };
 
 enum class victim { connected_node, queue_leader };
+
+// When the case's redeliveries went into the delay levels and came back,
+// and when the node died, in ms since the case began (-1: not yet): what a
+// failure prints, to tell a stranded level from a slow one.
+class timeline {
+public:
+  void first_redelivery() { mark(redelivered_); }
+  void first_return() { mark(returned_); }
+  void kill() { mark(killed_); }
+  std::string describe() const {
+    auto at = [](const std::atomic<long long>& t) {
+      return t < 0 ? std::string("never") : std::to_string(t.load()) + " ms";
+    };
+    return "first redelivery handed to the delay levels at " + at(redelivered_)
+           + ", first redelivery back at " + at(returned_) + ", the kill at " + at(killed_);
+  }
+
+private:
+  void mark(std::atomic<long long>& t) {
+    long long none = -1;
+    t.compare_exchange_strong(
+        none, std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start_).count());
+  }
+  using clock = std::chrono::steady_clock;
+  clock::time_point start_ = clock::now();
+  std::atomic<long long> redelivered_{-1}, returned_{-1}, killed_{-1};
+};
 
 void run_case(victim which) {
   auto endpoint = bus::test::unique_name("cluster.billing");
@@ -166,7 +268,13 @@ void run_case(victim which) {
     victim_node = leader_of(endpoint);
     REQUIRE(victim_node != connected);
   }
-  place_delay_levels(levels, victim_node);
+  place_delay_levels(levels, victim_node, redelivery_delay);
+  bus::detail::delay_levels level_names(levels, bus::test::test_settings().delay_unit);
+  auto case_queue = [&](const std::string& q) {
+    return q.rfind(level_names.prefix(), 0) == 0 || q == endpoint || q == error_queue;
+  };
+  timeline times;
+  std::map<std::string, std::string> leaders_at_kill;
   bus::test::log_capture consumer_log, producer_log;
   auto consumer_transport =
       bus::test::connect_transport(cluster_settings(connected, "cluster consumer", consumer_log));
@@ -180,6 +288,20 @@ void run_case(victim which) {
   std::size_t retries_at_kill = 0;
   revive_on_exit revive;
   int killed = 0;
+  bus::test::log_capture reader_log;
+  std::shared_ptr<bus::rabbitmq_transport> reader;
+  bus::test::delivery_collector errors;
+  // What reached the error queue, by probe id (the envelope's message id is
+  // the bus's own).
+  auto parked_ids = [&] {
+    std::map<std::string, int> ids;
+    for (const auto& d : errors.items()) {
+      auto text = d.message->body.to_json_text();
+      REQUIRE(text);
+      ++ids[nlohmann::json::parse(*text).at("id").get<std::string>()];
+    }
+    return ids;
+  };
   {
     caf::actor_system_config cfg;
     cfg.set("scheduler.max-threads", 4);
@@ -196,13 +318,17 @@ void run_case(victim which) {
           p.on_any()
               .retry(immediate_retries, 20ms, bus::backoff::constant)
               .jitter(false)
-              .then_redeliver({1s})
+              .then_redeliver({redelivery_delay})
               .jitter(false);
         })
         .endpoint(endpoint, [&](bus::endpoint_builder& e) {
           e.slots(slots).handle<cluster_probe>(
               [&](const cluster_probe& m, bus::handler_context& ctx) {
+                if (ctx.delivery_count() > 0)
+                  times.first_return();
                 if (m.always_fails || (m.fails_first && ctx.delivery_count() == 0)) {
+                  if (ctx.delivery_count() == 0 && ctx.attempt() == immediate_retries + 1)
+                    times.first_redelivery();
                   bool final = m.always_fails && ctx.delivery_count() >= 1
                                && ctx.attempt() == immediate_retries + 1;
                   record.failed(m.id, ctx.delivery_count(), ctx.attempt(), final);
@@ -235,7 +361,11 @@ void run_case(victim which) {
       REQUIRE(leader_of(endpoint) == killed);
     awaiting_at_kill = record.awaiting_redelivery();
     retries_at_kill = record.retries();
+    // The broker fault this case steers around (see connected_node_levels):
+    // no level it uses may be led by the node it kills.
+    leaders_at_kill = require_none_led_by(level_names, killed);
     REQUIRE(run_tool("BUS_RABBITMQ_KILL", std::to_string(killed)) == 0);
+    times.kill();
     revive.node = killed;
     auto sent_at_kill = sender.confirmed_count();
     auto handled_at_kill = record.total();
@@ -289,28 +419,41 @@ void run_case(victim which) {
           });
         },
         60s, 50ms);
-    // The error queue's share: the last redelivery of the last always-failing
-    // message takes 1 s plus its retries.
-    auto settings = cluster_settings(2, "reader", consumer_log);
-    std::size_t doomed = std::count_if(confirmed.begin(), confirmed.end(),
-                                       [](const cluster_probe& p) { return p.always_fails; });
-    auto reader = bus::test::connect_transport(settings);
+    // The error queue's share, read as it fills by a transport on a node the
+    // kill spared: every always-failing message, by its probe id (a count
+    // would let a duplicate stand in for a message still on its way). The
+    // last redelivery of the last of them takes 1 s plus its retries.
+    reader = bus::test::connect_transport(cluster_settings(killed % 3 + 1, "reader", reader_log));
+    auto* acking = reader.get();
+    REQUIRE(reader->consume(error_queue, 1000, [&errors, acking](bus::delivery d) {
+      auto tag = d.tag;
+      errors.handler()(std::move(d));
+      (void)acking->ack(tag);
+    }));
     bool all_parked = bus::test::eventually(
         [&] {
-          auto n = reader->message_count(error_queue);
-          return n && *n >= doomed;
+          auto ids = parked_ids();
+          return std::all_of(confirmed.begin(), confirmed.end(), [&](const cluster_probe& p) {
+            return !p.always_fails || ids.count(p.id) > 0;
+          });
         },
         30s, 100ms);
     // Where the endpoint stood at the end of the wait, before stop() settles
     // what it held: a stall shows here.
     auto standing = (*consumer_bus)->stats(endpoint).value_or(bus::endpoint_stats{});
     auto queue_depth = reader->message_count(endpoint);
-    INFO("at the end of the wait: received " << standing.received << ", handled "
-                                             << standing.handled << ", in flight "
-                                             << standing.in_flight << "; the queue holds "
-                                             << (queue_depth ? std::to_string(*queue_depth) : "?")
-                                             << "; consumer's log:\n"
-                                             << bus::test::joined(consumer_log.lines()));
+    INFO("at the end of the wait: received "
+         << standing.received << ", handled " << standing.handled << ", in flight "
+         << standing.in_flight << "; the queue holds "
+         << (queue_depth ? std::to_string(*queue_depth) : "?") << "; consumer's log:\n"
+         << bus::test::joined(consumer_log.lines()));
+    std::string leaders_text;
+    for (const auto& [level, leader] : leaders_at_kill)
+      leaders_text += "  " + level + "  " + leader + "\n";
+    INFO(times.describe() << "\nthe levels' leaders before the kill:\n"
+                          << leaders_text << "the case's queues now:\n"
+                          << (all_ended && all_parked ? std::string("  (not read: all ended)\n")
+                                                      : queue_table(case_queue)));
     (*consumer_bus)->stop();
     (*producer_bus)->stop();
     stats = (*consumer_bus)->stats(endpoint);
@@ -327,25 +470,18 @@ void run_case(victim which) {
   CHECK(retries_at_kill > 0);
   CHECK_FALSE(awaiting_at_kill.empty());
 
-  // The error queue, read with a transport on a surviving node.
+  // The error queue's last arrivals (a duplicate the stop released), then
+  // no more.
   consumer_transport.reset();
   producer_transport.reset();
-  bus::test::log_capture reader_log;
-  auto reader = bus::test::connect_transport(cluster_settings(killed % 3 + 1, "reader", reader_log));
-  auto parked_count = reader->message_count(error_queue);
-  REQUIRE(parked_count);
-  bus::test::delivery_collector errors;
-  REQUIRE(reader->consume(error_queue, 65535, errors.handler())); // all at once
-  REQUIRE(errors.wait_for(*parked_count, 30s));
-  std::map<std::string, int> parked;
-  for (const auto& d : errors.items()) {
-    // By the probe's id in the body: the envelope's message id is the bus's.
-    auto text = d.message->body.to_json_text();
-    REQUIRE(text);
-    ++parked[nlohmann::json::parse(*text).at("id").get<std::string>()];
-    CHECK(reader->ack(d.tag));
-  }
+  CHECK(bus::test::eventually(
+      [&] {
+        auto n = reader->message_count(error_queue);
+        return n && *n == 0;
+      },
+      10s, 100ms));
   reader->cancel(error_queue);
+  auto parked = parked_ids();
 
   // Exactly one place per confirmed message: handled XOR the error queue.
   std::vector<std::string> lost, both, misplaced;
@@ -398,7 +534,7 @@ void run_case(victim which) {
 
   // The endpoint's queue and the delay levels drained.
   CHECK(reader->message_count(endpoint).value() == 0);
-  bus::test::check_delay_levels_drained(*reader, levels);
+  bus::test::check_delay_levels_drained(levels);
 }
 
 } // namespace
@@ -427,9 +563,9 @@ TEST_CASE("kill -9 of the node a transport is connected to: sends and deliveries
           "[rabbitmq][cluster][transport]") {
   auto queue = bus::test::unique_name("cluster.plain");
   bus::test::log_capture log;
-  place_delay_levels(transport_levels, 1);
-  auto t = bus::test::connect_transport(cluster_settings(1, "cluster transport", log,
-                                                         transport_levels));
+  place_delay_levels(transport_levels, 1, 300ms);
+  auto t =
+      bus::test::connect_transport(cluster_settings(1, "cluster transport", log, transport_levels));
   REQUIRE(t->declare_queue(queue));
   bus::test::delivery_collector got;
   REQUIRE(t->consume(queue, 50, [&](bus::delivery d) {
@@ -453,6 +589,8 @@ TEST_CASE("kill -9 of the node a transport is connected to: sends and deliveries
   for (int i = 100; i < 300; ++i)
     t->async_send(queue, message(i), [&](bus::result<void> r) { ++(r ? done_ok : done_failed); });
   revive_on_exit revive;
+  require_none_led_by(
+      bus::detail::delay_levels(transport_levels, bus::test::test_settings().delay_unit), 1);
   REQUIRE(run_tool("BUS_RABBITMQ_KILL", "1") == 0);
   revive.node = 1;
   bool completed = bus::test::eventually([&] { return done_ok + done_failed == 200; }, 90s);
