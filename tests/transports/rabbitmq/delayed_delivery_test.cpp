@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "broker.hpp"
+#include "delay_levels.hpp"
+#include "raw_client.hpp"
 #include "timed_collector.hpp"
 
 using namespace std::chrono_literals;
@@ -144,4 +146,41 @@ TEST_CASE("delayed messages survive the death of the process that scheduled them
   CHECK(arrivals[2].at - scheduled >= 900ms);
   for (const auto& a : arrivals)
     CHECK(t->ack(a.item.tag));
+}
+
+// Level queues are placed by the broker (x-queue-leader-locator=balanced),
+// so a node's death moves the leaders of a share of them only; a level an
+// older bus declared without a placement is left as it is and still works.
+TEST_CASE("delay levels are placed balanced, and a level declared without a placement still "
+          "holds and forwards",
+          "[rabbitmq][delayed]") {
+  auto settings = bus::test::test_settings();
+  settings.delay_unit = 50ms; // levels of their own: names carry the unit and the count
+  settings.delay_levels = 3;
+  bus::detail::delay_levels levels(settings.delay_levels, settings.delay_unit);
+  bus::test::raw_declare_unplaced_level(settings, levels.level_name(0), levels.level_ttl_ms(0),
+                                        levels.next_exchange(0));
+  auto t = bus::test::connect_transport(settings);
+  auto q = bus::test::unique_name("placed");
+  REQUIRE(t->declare_queue(q));
+  timed_collector got;
+  REQUIRE(t->consume(q, 10, got.handler()));
+  auto sent = t->send_delayed(q, message("through-both"), 150ms); // 3 units: levels 1 and 0
+  INFO((sent ? std::string("sent") : sent.error().message));
+  REQUIRE(sent);
+  REQUIRE(got.wait_for(1, 10s));
+
+  std::map<std::string, std::string> arguments;
+  for (const auto& row : bus::test::list_queues("arguments")) {
+    std::string text;
+    for (std::size_t i = 1; i < row.size(); ++i)
+      text += row[i] + " ";
+    arguments[row[0]] = text;
+  }
+  INFO("level 0: " << arguments[levels.level_name(0)]);
+  INFO("level 1: " << arguments[levels.level_name(1)]);
+  CHECK_THAT(arguments[levels.level_name(1)],
+             Catch::Contains("x-queue-leader-locator") && Catch::Contains("balanced"));
+  CHECK_THAT(arguments[levels.level_name(0)], !Catch::Contains("x-queue-leader-locator"));
+  t->cancel(q);
 }

@@ -10,6 +10,7 @@
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -72,6 +73,45 @@ inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
     if (frame.payload.method.id == AMQP_BASIC_ACK_METHOD)
       break;
   }
+  amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(conn);
+}
+
+// Declares delay level queue `name` as a bus before the balanced placement
+// did: the same arguments, without x-queue-leader-locator.
+inline void raw_declare_unplaced_level(const rabbitmq_settings& s, const std::string& name,
+                                       std::int64_t ttl_ms, const std::string& next_exchange) {
+  auto check = [](amqp_rpc_reply_t r, const char* what) {
+    if (r.reply_type != AMQP_RESPONSE_NORMAL)
+      FAIL("raw client: " << what << " failed (reply type " << r.reply_type << ")");
+  };
+  amqp_connection_state_t conn = amqp_new_connection();
+  amqp_socket_t* socket = amqp_tcp_socket_new(conn);
+  REQUIRE(amqp_socket_open(socket, s.host.c_str(), s.port) == AMQP_STATUS_OK);
+  check(amqp_login(conn, s.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, s.user.c_str(),
+                   s.password.c_str()),
+        "login");
+  amqp_channel_open(conn, 1);
+  check(amqp_get_rpc_reply(conn), "channel.open");
+  auto text = [](const char* key, const std::string& value) {
+    amqp_table_entry_t e{};
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = amqp_bytes_t{value.size(), const_cast<char*>(value.data())};
+    return e;
+  };
+  std::string quorum = "quorum", at_least_once = "at-least-once", reject = "reject-publish";
+  std::vector<amqp_table_entry_t> entries{
+      text("x-queue-type", quorum), text("x-dead-letter-exchange", next_exchange),
+      text("x-dead-letter-strategy", at_least_once), text("x-overflow", reject)};
+  amqp_table_entry_t ttl{};
+  ttl.key = amqp_cstring_bytes("x-message-ttl");
+  ttl.value.kind = AMQP_FIELD_KIND_I64;
+  ttl.value.value.i64 = ttl_ms;
+  entries.push_back(ttl);
+  amqp_queue_declare(conn, 1, amqp_bytes_t{name.size(), const_cast<char*>(name.data())}, 0, 1, 0, 0,
+                     amqp_table_t{static_cast<int>(entries.size()), entries.data()});
+  check(amqp_get_rpc_reply(conn), "queue.declare");
   amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
   amqp_destroy_connection(conn);
 }

@@ -59,6 +59,8 @@ bus_rabbitmq_test_binary(rabbitmq_tests
           ${CMAKE_CURRENT_LIST_DIR}/connection_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/async_send_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/batched_ack_test.cpp)
+target_include_directories(rabbitmq_tests PRIVATE
+  "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # delay level names
 
 # The bus's runtime on the broker: error and skipped queues with their headers.
 bus_rabbitmq_test_binary(bus_on_rabbitmq_tests

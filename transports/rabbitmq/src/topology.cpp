@@ -158,6 +158,42 @@ amqp_status bind_subscription(amqp_session& s, amqp_channel_t ch, const std::str
   return s.rpc_status(ch);
 }
 
+namespace {
+
+// Level k's queue: quorum, with at-least-once dead-lettering, so a message
+// moves to the next level only once that level has it and a broker crash
+// between two levels loses nothing (classic queues dead-letter at most
+// once). At-least-once needs reject-publish overflow, else the broker
+// silently falls back to at-most-once. `balanced`: its leader goes to the
+// node that leads the fewest queues, not to the node the declaring client
+// happens to be on, so that one node's death changes the leaders of a
+// share of the levels, not of all of them (docs/rabbitmq.md: a leader
+// change is when RabbitMQ can strand a level's dead letters).
+amqp_status declare_level_queue(amqp_session& s, amqp_channel_t ch, const delay_levels& levels,
+                                unsigned k, bool balanced) {
+  auto name = levels.level_name(k);
+  auto next = levels.next_exchange(k); // the arguments point into it
+  arguments args;
+  args.add("x-queue-type", "quorum");
+  args.add("x-message-ttl", levels.level_ttl_ms(k));
+  args.add("x-dead-letter-exchange", next);
+  args.add("x-dead-letter-strategy", "at-least-once");
+  args.add("x-overflow", "reject-publish");
+  if (balanced)
+    args.add("x-queue-leader-locator", "balanced");
+  amqp_queue_declare(s.raw(), ch, bytes_of(name), 0, /*durable=*/1, 0, 0, args.table());
+  return s.rpc_status(ch);
+}
+
+// The 406 of a level declared before levels were placed `balanced`: the
+// broker compares x-queue-leader-locator when a queue is declared again.
+bool placed_otherwise(const amqp_failure& f) {
+  return f.scope == failure_scope::channel && f.reply_code == AMQP_PRECONDITION_FAILED
+         && f.text.find("x-queue-leader-locator") != std::string::npos;
+}
+
+} // namespace
+
 amqp_status declare_delay_levels(amqp_session& s, amqp_channel_t ch, const delay_levels& levels) {
   if (auto failed = declare_exchange(s, ch, levels.delivery_exchange(), "topic"))
     return failed;
@@ -166,28 +202,23 @@ amqp_status declare_delay_levels(amqp_session& s, amqp_channel_t ch, const delay
       return failed;
   for (unsigned k = 0; k < levels.count(); ++k) {
     auto name = levels.level_name(k);
-    auto next = levels.next_exchange(k);
-    // Quorum, with at-least-once dead-lettering: a message moves to the
-    // next level only once that level has it, so a broker crash between two
-    // levels loses nothing (classic queues dead-letter at most once).
-    // At-least-once needs reject-publish overflow, else the broker silently
-    // falls back to at-most-once.
-    arguments args;
-    args.add("x-queue-type", "quorum");
-    args.add("x-message-ttl", levels.level_ttl_ms(k));
-    args.add("x-dead-letter-exchange", next);
-    args.add("x-dead-letter-strategy", "at-least-once");
-    args.add("x-overflow", "reject-publish");
-    amqp_queue_declare(s.raw(), ch, bytes_of(name), 0, /*durable=*/1, 0, 0, args.table());
-    if (auto failed = s.rpc_status(ch))
+    auto failed = declare_level_queue(s, ch, levels, k, /*balanced=*/true);
+    if (failed && placed_otherwise(*failed)) {
+      // An older bus declared it without a placement: it stays where it
+      // is, and the refusal closed the channel.
+      if (auto reopen = s.open_channel(ch))
+        return reopen;
+      failed = declare_level_queue(s, ch, levels, k, /*balanced=*/false);
+    }
+    if (failed)
       return failed;
     auto park = levels.bit_binding(k, true);
     amqp_queue_bind(s.raw(), ch, bytes_of(name), bytes_of(name), bytes_of(park), amqp_empty_table);
     if (auto failed = s.rpc_status(ch))
       return failed;
     auto pass = levels.bit_binding(k, false);
-    amqp_exchange_bind(s.raw(), ch, /*destination=*/bytes_of(next), /*source=*/bytes_of(name),
-                       bytes_of(pass), amqp_empty_table);
+    amqp_exchange_bind(s.raw(), ch, /*destination=*/bytes_of(levels.next_exchange(k)),
+                       /*source=*/bytes_of(name), bytes_of(pass), amqp_empty_table);
     if (auto failed = s.rpc_status(ch))
       return failed;
   }
