@@ -22,7 +22,7 @@ JOBS=${BUS_JOBS:-$(nproc)}
 # Everything the build and the tests need, from Debian's packages.
 PACKAGES=(cmake ninja-build g++ ccache git
           libcaf-dev nlohmann-json3-dev libspdlog-dev catch2
-          librabbitmq-dev rabbitmq-server openssl
+          librabbitmq-dev libcurl4-openssl-dev rabbitmq-server openssl
           prometheus-cpp-dev libcivetweb-dev curl
           clang libclang-rt-14-dev)
 

@@ -34,23 +34,21 @@
 #                                                leads quorum queue Q
 #   rabbitmq-test-broker.sh cluster-evict-leader DIR Q N [VHOST]
 #                                                if node N leads quorum queue Q, moves
-#                                                the leadership to another node (N's
-#                                                member is removed, an election runs,
-#                                                N joins again as a follower)
+#                                                the leadership to another member (Ra's
+#                                                transfer_leadership: membership stays)
 #   rabbitmq-test-broker.sh cluster-stop-dead-letter-worker DIR Q [VHOST]
 #                                                end quorum queue Q's dead-letter worker
 #                                                (not restarted): Q strands what expires,
 #                                                as the broker fault of docs/rabbitmq.md
-#   rabbitmq-test-broker.sh cluster-queues DIR ARGS..  rabbitmq-queues on a node that answers
 #   rabbitmq-test-broker.sh cluster-ctl DIR ARGS..  rabbitmqctl on a node that answers
 # Its broker.env: BUS_RABBITMQ_URL lists all three nodes
 # (amqp://guest:guest@127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/), BUS_RABBITMQ_NODE<N>_URL
 # each node alone, BUS_RABBITMQ_NODE<N>_NAME its Erlang node name (as list_queues
-# shows it), and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
+# shows it), BUS_RABBITMQ_MANAGEMENT_URL node 1's management API
+# (http://127.0.0.1:P, as guest), and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
 # BUS_RABBITMQ_KILL (DIR/kill N), BUS_RABBITMQ_REVIVE (DIR/revive N),
 # BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]), BUS_RABBITMQ_EVICT_LEADER (DIR/evict-leader Q N [VHOST]),
-# BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER (DIR/stop-dead-letter-worker Q [VHOST]),
-# BUS_RABBITMQ_QUEUES (DIR/queues ARGS: rabbitmq-queues).
+# BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER (DIR/stop-dead-letter-worker Q [VHOST]).
 #
 # DIR/broker.env (KEY=VALUE lines, read by the tests; `source DIR/broker.env`
 # in bash sets them too: a value with anything a shell would read specially,
@@ -333,7 +331,6 @@ cluster_write_env() {
   write_command "${dir}" leader cluster-leader
   write_command "${dir}" evict-leader cluster-evict-leader
   write_command "${dir}" stop-dead-letter-worker cluster-stop-dead-letter-worker
-  write_command "${dir}" queues cluster-queues
   local joined
   joined=$(IFS=,; printf '%s' "${hosts[*]}")
   {
@@ -344,13 +341,14 @@ cluster_write_env() {
     for n in "${cluster_nodes[@]}"; do
       env_line "BUS_RABBITMQ_NODE${n}_NAME" "$(node_name_of "$(cluster_node_dir "${dir}" "${n}")")"
     done
+    env_line BUS_RABBITMQ_MANAGEMENT_URL \
+      "http://127.0.0.1:$(source "$(cluster_node_dir "${dir}" 1)/node.env" && printf '%s' "${MGMT_PORT}")"
     env_line BUS_RABBITMQ_CTL "${dir}/ctl"
     env_line BUS_RABBITMQ_KILL "${dir}/kill"
     env_line BUS_RABBITMQ_REVIVE "${dir}/revive"
     env_line BUS_RABBITMQ_LEADER "${dir}/leader"
     env_line BUS_RABBITMQ_EVICT_LEADER "${dir}/evict-leader"
     env_line BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER "${dir}/stop-dead-letter-worker"
-    env_line BUS_RABBITMQ_QUEUES "${dir}/queues"
   } >"${dir}/broker.env"
 }
 
@@ -377,7 +375,7 @@ cluster_prepare() {
     {
       printf 'RABBITMQ_NODENAME=%s-%s@localhost\n' "${tag}" "${n}"
       printf 'NODE_PORT=%s\nTLS_PORT=%s\nDIST_PORT=%s\n' "$(free_port)" "$(free_port)" "$(free_port)"
-      printf 'EPMD_PORT=%s\n' "${epmd}"
+      printf 'EPMD_PORT=%s\nMGMT_PORT=%s\n' "${epmd}" "$(free_port)"
     } >"${nd}/node.env"
     printf '%s' "${cookie}" >"${nd}/.erlang.cookie"
     chmod 400 "${nd}/.erlang.cookie"
@@ -398,6 +396,16 @@ write_cluster_config() {
   cat >"${dir}/advanced.config" <<EOF
 [{rabbit, [{dead_letter_worker_publisher_confirm_timeout, 5000}]}].
 EOF
+  # The management API (rabbitmq_management, shipped in rabbitmq-server):
+  # what a transport with a management_url asks to find a stranded delay
+  # level. Its figures refreshed every second, not 5, so a test waits less.
+  (
+    # shellcheck disable=SC1091
+    source "${dir}/node.env"
+    printf 'management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = %s\n' "${MGMT_PORT}"
+    printf 'collect_statistics_interval = 1000\n'
+  ) >>"${dir}/rabbitmq.conf"
+  printf '[rabbitmq_management].\n' >"${dir}/enabled_plugins"
 }
 
 # Boots the three at once (about as long as one), then joins 2 and 3 to 1.
@@ -462,28 +470,31 @@ cluster_revive() {
   say "node ${n} is back"
 }
 
-# rabbitmq-queues against node DIR (same environment as ctl).
-queues_cli() {
-  local dir=$1
-  shift
-  (node_env "${dir}" && cd "${dir}" && "${RABBIT_BIN}/rabbitmq-queues" -n "${RABBITMQ_NODENAME}" "$@")
-}
-
-# Moves quorum queue Q's leadership off node N, if N leads it: N's member is
-# removed (the others elect a leader) and added back, as a follower. Fails
-# when Q does not exist or nobody can say who leads it: an eviction that
-# found nothing to do must never look like one that did.
+# Moves quorum queue Q's leadership off node N, if N leads it, to another
+# member, with Ra's transfer_leadership: an election without a change of
+# membership. (rabbitmq-queues delete_member then add_member did the same
+# through a membership change, and on 3.10.8 add_member once hung for
+# minutes, leaving the queue with two members.) Fails when Q does not exist
+# or nobody can say who leads it: an eviction that found nothing to do must
+# never look like one that did.
 cluster_evict_leader() {
-  local dir=$1 queue=$2 n=$3 vhost=${4:-/} nd name leader
+  local dir=$1 queue=$2 n=$3 vhost=${4:-/} leader attempt
   leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
     die "cannot move the leadership of '${queue}': nobody says who leads it"
   [[ "${leader}" == "${n}" ]] || return 0
-  nd=$(cluster_node_dir "${dir}" "${n}")
-  name=$(node_name_of "${nd}")
-  queues_cli "${nd}" -q delete_member --vhost "${vhost}" "${queue}" "${name}" >/dev/null
-  queues_cli "${nd}" -q add_member --vhost "${vhost}" "${queue}" "${name}" >/dev/null
-  leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
-    die "nobody leads '${queue}' after moving its leadership off node ${n}"
+  ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" -q eval "
+    {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"${vhost}\">>, queue, <<\"${queue}\">>)),
+    {Name, Leader} = amqqueue:get_pid(Q),
+    #{nodes := Members} = amqqueue:get_type_state(Q),
+    [Target | _] = [M || M <- Members, M =/= Leader],
+    ok = ra:transfer_leadership({Name, Leader}, {Name, Target})." >/dev/null ||
+    die "Ra refused to move the leadership of '${queue}' off node ${n}"
+  for attempt in 1 2 3 4 5; do
+    leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
+      die "nobody leads '${queue}' after moving its leadership off node ${n}"
+    [[ "${leader}" != "${n}" ]] && break
+    sleep 1
+  done
   [[ "${leader}" != "${n}" ]] || die "node ${n} still leads '${queue}'"
   say "node ${n} no longer leads '${queue}'"
 }
@@ -507,14 +518,6 @@ cluster_stop_dead_letter_worker() {
     io:format(\"~b~n\", [length(Workers)])." | head -n 1
 }
 
-# rabbitmq-queues on a node that answers, with its arguments: what an
-# operator runs to move a leader (busctl repair-delay-level runs it).
-cluster_queues() {
-  local dir=$1
-  shift
-  queues_cli "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
-}
-
 # The node (1..3) that leads quorum queue Q, from `list_queues name leader`.
 cluster_leader() {
   local dir=$1 queue=$2 vhost=${3:-/} any leader n
@@ -533,7 +536,7 @@ cluster_leader() {
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,69p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,67p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
@@ -567,13 +570,9 @@ case "${cmd}" in
   cluster-stop-dead-letter-worker)
     cluster_stop_dead_letter_worker "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:-/}"
     ;;
-  cluster-queues)
-    dir=$(cd "${dir}" && pwd)
-    cluster_queues "${dir}" "$@"
-    ;;
   cluster-ctl)
     dir=$(cd "${dir}" && pwd)
     ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
     ;;
-  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-evict-leader, cluster-stop-dead-letter-worker, cluster-queues, cluster-ctl)" ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-evict-leader, cluster-stop-dead-letter-worker, cluster-ctl)" ;;
 esac

@@ -2,6 +2,8 @@
 // bus's counters and instruments (see exporter.hpp and docs/metrics.md).
 #include "exporter.hpp"
 
+#include <map>
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -116,6 +118,9 @@ struct exporter::families {
                               "1 while a dependency breaker the endpoint depends on is not "
                               "closed, else 0")),
       connected(gauge(r, "bus_transport_connected", "1 while the transport is connected, else 0")),
+      stalled(gauge(r, "bus_transport_stalled_messages",
+                    "Messages a broker queue the transport watches holds without moving them "
+                    "(a stranded delay level); 0 once they move")),
       process(histogram(r, "messaging_process_duration_seconds",
                         "Duration of handler attempts, by outcome")),
       send_to_start(histogram(r, "bus_send_to_handler_start_seconds",
@@ -148,6 +153,7 @@ struct exporter::families {
   Family<Gauge>& consuming;
   Family<Gauge>& dependency_paused;
   Family<Gauge>& connected;
+  Family<Gauge>& stalled;
   Family<Histogram>& process;
   Family<Histogram>& send_to_start;
   Family<Histogram>& operation;
@@ -270,6 +276,8 @@ struct exporter::transport_series {
   counter_link reconnects;
   Gauge* connected = nullptr;
   histogram_link send, publish;
+  // A series per queue ever reported stalled; 0 once it moves again.
+  std::map<std::string, Gauge*> stalled;
 };
 
 exporter::exporter(std::shared_ptr<prometheus::Registry> registry,
@@ -292,6 +300,15 @@ bus_view exporter::sync() {
     transport_ = std::make_unique<transport_series>(*families_, view.transport_name);
   transport_->reconnects.push(view.transport.reconnects);
   transport_->connected->Set(view.transport.connected ? 1 : 0);
+  for (auto& [queue, series] : transport_->stalled)
+    series->Set(0);
+  for (const auto& q : view.transport.stalled) {
+    auto& series = transport_->stalled[q.queue];
+    if (series == nullptr)
+      series = &families_->stalled.Add(
+          {{"messaging_system", view.transport_name}, {"messaging_destination_name", q.queue}});
+    series->Set(static_cast<double>(q.messages));
+  }
   if (sends_) {
     transport_->send.push(sends_->send);
     transport_->publish.push(sends_->publish);

@@ -6,11 +6,11 @@
 namespace bus {
 
 std::string health_report::describe() const {
-  if (ready)
-    return "ready\n";
-  std::string out = "not ready\n";
+  std::string out = ready ? "ready\n" : "not ready\n";
   for (const auto& p : problems)
     out += p + '\n';
+  for (const auto& w : warnings)
+    out += "warning: " + w + '\n';
   return out;
 }
 
@@ -28,6 +28,12 @@ health_report assess(const bus_view& view) {
   for (const auto& e : view.endpoints)
     if (!e.consuming)
       r.problems.push_back("endpoint '" + e.name + "' is not consuming");
+  for (const auto& q : view.transport.stalled)
+    r.warnings.push_back(
+        "queue '" + q.queue + "' holds " + std::to_string(q.messages)
+        + " messages that have not moved for "
+        + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(q.stalled_for).count())
+        + " s; remedy: " + q.remedy);
   r.ready = r.problems.empty();
   return r;
 }

@@ -3,12 +3,14 @@
 // uses only this interface. No CAF here: a transport knows nothing of actors.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
@@ -44,12 +46,26 @@ struct transport_capabilities {
   bool delayed_delivery = false;      // send_delayed() holds messages outside this process
 };
 
+// A queue on the broker whose messages should move and do not: a RabbitMQ
+// delay level holding messages past their delay that it never forwards
+// (docs/rabbitmq.md, "Stranded delay levels"). Nothing is lost, but what it
+// holds waits until an operator acts: `remedy` says how.
+struct stalled_queue {
+  std::string queue;
+  std::uint64_t messages = 0;              // held and not moving
+  std::chrono::milliseconds stalled_for{}; // since they last moved
+  std::string remedy;                      // a command an operator can run
+};
+
 // Whether the transport can reach what carries its messages right now, for
 // health checks and metrics. `detail` names what is down when not connected.
 struct transport_health {
   bool connected = true;
   std::uint64_t reconnects = 0; // connections re-established after a loss, since it started
   std::string detail;
+  // What the transport watches on the broker and found stalled; empty when
+  // all moves (or it watches nothing).
+  std::vector<stalled_queue> stalled;
 };
 
 class transport {

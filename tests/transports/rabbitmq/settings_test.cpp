@@ -232,3 +232,23 @@ TEST_CASE("a quorum queue dead-letters to its endpoint's error queue at the deli
   CHECK(bus::detail::dead_letter_queue("billing", s) == "billing.errors");
   CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing.errors");
 }
+
+TEST_CASE("a management URL switches the delay-level watch on; it carries no user and must be "
+          "http or https",
+          "[rabbitmq][settings][stranded]") {
+  auto s = parsed("amqp://u:p@mq/?management_url=http://mq:15672&level_watch_interval=500"
+                  "&stranded_margin=2000");
+  CHECK(s.management_url == "http://mq:15672");
+  CHECK(s.level_watch_interval == std::chrono::milliseconds(500));
+  CHECK(s.stranded_margin == std::chrono::milliseconds(2000));
+  auto plain = parsed("amqp://mq");
+  CHECK(plain.management_url.empty());
+  CHECK(plain.level_watch_interval == std::chrono::seconds(15));
+  CHECK(plain.stranded_margin == std::chrono::seconds(30));
+  CHECK_THAT(refusal("amqp://mq?management_url=ftp://mq:15672"),
+             Catch::Contains("not an http:// or https:// URL"));
+  CHECK_THAT(refusal("amqp://u:p@mq?management_url=http://u:secret@mq:15672"),
+             Catch::Contains("must not carry a user"));
+  CHECK_THAT(refusal("amqp://mq?management_url=http://mq&level_watch_interval=0"),
+             Catch::Contains("level_watch_interval must be positive"));
+}

@@ -29,6 +29,7 @@ bus_test_binary(rabbitmq_unit_tests
           ${CMAKE_CURRENT_LIST_DIR}/ack_window_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/amqp_fields_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/reconnect_delay_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/stranded_levels_test.cpp
   LIBS bus::rabbitmq rabbitmq::rabbitmq)
 target_include_directories(rabbitmq_unit_tests PRIVATE "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src")
 
@@ -141,10 +142,17 @@ set_tests_properties("rabbitmq_cluster: stop the cluster" PROPERTIES
 
 add_executable(rabbitmq_cluster_tests
   ${CMAKE_CURRENT_LIST_DIR}/cluster_failover_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/stranded_level_test.cpp
   $<TARGET_OBJECTS:bus_catch_main>)
 target_link_libraries(rabbitmq_cluster_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
                                                      bus::rabbitmq)
 target_compile_definitions(rabbitmq_cluster_tests PRIVATE CATCH_CONFIG_ENABLE_CHRONO_STRINGMAKER)
+# The stranded-level test runs busctl's remedy as an operator would.
+if(NOT TARGET busctl)
+  message(FATAL_ERROR "the RabbitMQ cluster tests run busctl: build with BUS_BUILD_TOOLS=ON")
+endif()
+target_compile_definitions(rabbitmq_cluster_tests PRIVATE BUS_BUSCTL="$<TARGET_FILE:busctl>")
+add_dependencies(rabbitmq_cluster_tests busctl)
 target_include_directories(rabbitmq_cluster_tests PRIVATE "${PROJECT_SOURCE_DIR}/tests"
   "${CMAKE_CURRENT_LIST_DIR}" "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # delay level names
 target_precompile_headers(rabbitmq_cluster_tests PRIVATE <caf/all.hpp>)

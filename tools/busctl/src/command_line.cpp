@@ -9,9 +9,13 @@ namespace {
 
 const std::map<std::string, command_kind>& commands() {
   static const std::map<std::string, command_kind> names{
-    {"help", command_kind::help},     {"list", command_kind::list},
-    {"groups", command_kind::groups}, {"show", command_kind::show},
-    {"replay", command_kind::replay}, {"purge", command_kind::purge}};
+      {"help", command_kind::help},
+      {"list", command_kind::list},
+      {"groups", command_kind::groups},
+      {"show", command_kind::show},
+      {"replay", command_kind::replay},
+      {"purge", command_kind::purge},
+      {"move-leader", command_kind::move_leader}};
   return names;
 }
 
@@ -22,7 +26,7 @@ bool takes_selection(command_kind c) {
 // The options that take a value; each may also be written --name=value.
 bool takes_value(const std::string& name) {
   return name == "--url" || name == "--url-file" || name == "--queue" || name == "--limit"
-         || name == "--exception-type" || name == "--message-type";
+         || name == "--exception-type" || name == "--message-type" || name == "--vhost";
 }
 
 struct raw_options {
@@ -98,8 +102,9 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
     if (!mistakes.empty())
       return error{errc::invalid_configuration, joined(mistakes)};
     if (raw.positional.empty() && !raw.help)
-      return error{errc::invalid_configuration,
-                   "no command given (list, groups, show, replay, purge; busctl --help)"};
+      return error{
+          errc::invalid_configuration,
+          "no command given (list, groups, show, replay, purge, move-leader; busctl --help)"};
     out.command = command_kind::help;
     return out;
   }
@@ -108,13 +113,33 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
   if (found == commands().end())
     return error{errc::invalid_configuration,
                  joined(mistakes) + (mistakes.empty() ? "" : "; ") + "unknown command '"
-                   + raw.positional[0] + "' (list, groups, show, replay, purge; busctl --help)"};
+                     + raw.positional[0]
+                     + "' (list, groups, show, replay, purge, move-leader; busctl --help)"};
   out.command = found->second;
   if (out.command == command_kind::help)
     return out;
 
   std::vector<std::string> rest(raw.positional.begin() + 1, raw.positional.end());
   const auto& name = raw.positional[0];
+  if (out.command == command_kind::move_leader) {
+    // A broker queue, not an endpoint; rabbitmqctl, not AMQP.
+    if (rest.size() != 1 || rest[0].empty())
+      mistakes.push_back("move-leader needs exactly one QUEUE (a delay level, say)");
+    else
+      out.queue = rest[0];
+    if (auto v = take(raw, "--vhost"))
+      out.vhost = *v;
+    out.json = raw.json;
+    for (const auto& [option, value] : raw.values)
+      mistakes.push_back(option + " does not apply to move-leader (only --vhost and --json)");
+    if (raw.all)
+      mistakes.push_back("--all does not apply to move-leader");
+    if (!mistakes.empty())
+      return error{errc::invalid_configuration, joined(mistakes)};
+    return out;
+  }
+  if (auto v = take(raw, "--vhost"))
+    mistakes.push_back("--vhost applies to move-leader only (the URL names the vhost)");
   if (rest.empty() || rest[0].empty()) {
     mistakes.push_back(name + " needs an ENDPOINT");
   } else {
@@ -190,6 +215,10 @@ usage:
   busctl show   ENDPOINT MESSAGE_ID      one message: its headers, properties and body
   busctl replay ENDPOINT SELECTION       back to their original queue, fault headers removed
   busctl purge  ENDPOINT SELECTION       delete for good
+  busctl move-leader QUEUE [--vhost V]   move a quorum queue's leadership to another member:
+                                         the remedy for a stranded delay level (its dead
+                                         letters move on); runs rabbitmqctl (the program in
+                                         $BUS_RABBITMQ_CTL if set) on this machine
 
 SELECTION is one of:
   MESSAGE_ID...                          these messages

@@ -14,12 +14,13 @@
 
 namespace bus::ctl {
 
-enum class command_kind { help, list, groups, show, replay, purge };
+enum class command_kind { help, list, groups, show, replay, purge, move_leader };
 
 struct command_line {
   command_kind command = command_kind::help;
   std::string endpoint;
-  std::string queue; // --queue, else "<endpoint>_error"
+  std::string queue;                   // --queue, else "<endpoint>_error"; move-leader: its QUEUE
+  std::string vhost = "/";             // move-leader: --vhost
   std::optional<std::string> url;      // --url
   std::optional<std::string> url_file; // --url-file
   bool json = false;

@@ -4,10 +4,13 @@
 #include <chrono>
 #include <ostream>
 
+#include <nlohmann/json.hpp>
+
 #include "command_line.hpp"
 #include "connection_settings.hpp"
 #include "error_queue_admin.hpp"
 #include "exit_codes.hpp"
+#include "leader_move.hpp"
 #include "render.hpp"
 
 namespace bus::ctl {
@@ -91,16 +94,33 @@ int run_command(const command_line& cl, error_queue_admin& admin, std::ostream& 
       return to_int(code);
     }
     case command_kind::help:
+    case command_kind::move_leader: // run before a connection is made
       break;
   }
   out << usage_text();
   return to_int(exit_code::ok);
 }
 
+int run_move_leader(const command_line& cl, const char* env_ctl, std::ostream& out,
+                    std::ostream& err) {
+  std::string program = env_ctl != nullptr && *env_ctl != '\0' ? env_ctl : "rabbitmqctl";
+  auto moved = move_leader(program, cl.vhost, cl.queue);
+  if (!moved)
+    return failure(code_of_operation_error(moved.error()), moved.error().message, cl.json, out,
+                   err);
+  if (cl.json)
+    out << nlohmann::json{{"queue", moved->queue}, {"from", moved->from}, {"to", moved->to}}.dump(2)
+        << "\n";
+  else
+    out << "moved the leadership of '" << moved->queue << "' from " << moved->from << " to "
+        << moved->to << "\n";
+  return to_int(exit_code::ok);
+}
+
 } // namespace
 
 int run(const std::vector<std::string>& args, const char* env_url, std::ostream& out,
-        std::ostream& err) {
+        std::ostream& err, const char* env_ctl) {
   // Known before parsing, so that even a usage error is a JSON document.
   bool json = std::find(args.begin(), args.end(), "--json") != args.end();
   auto cl = parse_command_line(args);
@@ -114,6 +134,8 @@ int run(const std::vector<std::string>& args, const char* env_url, std::ostream&
     out << usage_text();
     return to_int(exit_code::ok);
   }
+  if (cl->command == command_kind::move_leader)
+    return run_move_leader(*cl, env_ctl, out, err);
   auto settings = resolve_settings(*cl, env_url);
   if (!settings)
     return failure(exit_code::usage, settings.error().message, cl->json, out, err);

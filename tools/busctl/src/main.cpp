@@ -11,5 +11,6 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  return bus::ctl::run(args, std::getenv(bus::ctl::url_variable), std::cout, std::cerr);
+  return bus::ctl::run(args, std::getenv(bus::ctl::url_variable), std::cout, std::cerr,
+                       std::getenv("BUS_RABBITMQ_CTL"));
 }

@@ -118,3 +118,17 @@ TEST_CASE("help, --help and -h ask for the usage text, which names every command
                     "4 no such queue", "5 the broker refused"})
     CHECK_THAT(text, Catch::Contains(word));
 }
+
+TEST_CASE("move-leader takes one broker queue and a vhost, not an endpoint's options") {
+  auto cl = parsed({"move-leader", "bus.delay.1000ms.28.level.03"});
+  CHECK(cl.command == command_kind::move_leader);
+  CHECK(cl.queue == "bus.delay.1000ms.28.level.03");
+  CHECK(cl.vhost == "/");
+  CHECK(parsed({"move-leader", "q", "--vhost", "orders", "--json"}).vhost == "orders");
+  CHECK_THAT(refusal({"move-leader"}), Catch::Contains("exactly one QUEUE"));
+  CHECK_THAT(refusal({"move-leader", "a", "b"}), Catch::Contains("exactly one QUEUE"));
+  CHECK_THAT(refusal({"move-leader", "q", "--limit", "3"}),
+             Catch::Contains("--limit does not apply to move-leader"));
+  CHECK_THAT(refusal({"list", "billing", "--vhost", "x"}),
+             Catch::Contains("--vhost applies to move-leader only"));
+}

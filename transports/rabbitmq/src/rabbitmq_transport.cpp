@@ -5,6 +5,7 @@
 
 #include "consumer.hpp"
 #include "delay_levels.hpp"
+#include "level_watch.hpp"
 #include "log.hpp"
 #include "publisher.hpp"
 #include "topology.hpp"
@@ -52,6 +53,8 @@ struct rabbitmq_transport::impl {
   // anything else goes away.
   detail::publisher publishing;
   detail::consumer_pump consuming;
+  // With a management_url: the delay levels watched for stranded messages.
+  std::unique_ptr<detail::level_watch> watch;
 };
 
 result<std::shared_ptr<rabbitmq_transport>>
@@ -64,6 +67,9 @@ rabbitmq_transport::connect(rabbitmq_settings settings) {
       return up.error();
     if (auto up = state->consuming.start(); !up)
       return up.error();
+    if (!state->settings.management_url.empty())
+      state->watch =
+          std::make_unique<detail::level_watch>(state->settings, state->levels, *state->log);
     state->log->info("connected to " + state->settings.describe());
     return std::shared_ptr<rabbitmq_transport>(new rabbitmq_transport(std::move(state)));
   } catch (const std::exception& e) { // thread or eventfd creation
@@ -225,6 +231,8 @@ transport_health rabbitmq_transport::health() const {
     h.detail = "the publishing connection to RabbitMQ at " + describe() + " is down";
   else if (!consuming)
     h.detail = "the consuming connection to RabbitMQ at " + describe() + " is down";
+  if (impl_->watch)
+    h.stalled = impl_->watch->stranded();
   return h;
 }
 

@@ -161,11 +161,20 @@ std::string apply_query(rabbitmq_settings& s, const std::string& key, const std:
     s.skipped_queue_suffix = value;
     return {};
   }
+  if (key == "management_url") {
+    s.management_url = value;
+    return {};
+  }
+  if (key == "level_watch_interval")
+    return millis(s.level_watch_interval);
+  if (key == "stranded_margin")
+    return millis(s.stranded_margin);
   return "unknown parameter '" + key
          + "' (known: heartbeat, connection_timeout, operation_timeout, cacertfile, certfile, "
            "keyfile, verify, verify_hostname, queue_type, delay_unit, delay_levels, "
            "reconnect_delay_min, reconnect_delay_max, connection_name, delivery_limit, "
-           "error_queue_suffix, skipped_queue_suffix)";
+           "error_queue_suffix, skipped_queue_suffix, management_url, level_watch_interval, "
+           "stranded_margin)";
 }
 
 } // namespace
@@ -254,6 +263,20 @@ result<void> rabbitmq_settings::validate() const {
         + ", longer than RabbitMQ's largest message TTL (" + std::to_string(max_level_ttl_ms)
         + " ms): use fewer levels or a smaller unit");
   }
+  if (!management_url.empty()) {
+    auto scheme_end = management_url.find("://");
+    auto scheme = management_url.substr(0, scheme_end);
+    if (scheme_end == std::string::npos || (scheme != "http" && scheme != "https"))
+      mistakes.push_back("management_url '" + management_url
+                         + "' is not an http:// or https:// URL");
+    else if (management_url.find('@') != std::string::npos)
+      mistakes.push_back("management_url must not carry a user: the API is asked as the AMQP "
+                         "user");
+    if (level_watch_interval.count() <= 0)
+      mistakes.push_back("level_watch_interval must be positive");
+  }
+  if (stranded_margin.count() < 0)
+    mistakes.push_back("stranded_margin must not be negative");
   if (client_cert_file.empty() != client_key_file.empty())
     mistakes.push_back("a client certificate needs both certfile and keyfile");
   if (!tls && (!ca_cert_file.empty() || !client_cert_file.empty()))

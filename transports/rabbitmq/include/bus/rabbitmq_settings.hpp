@@ -108,6 +108,19 @@ struct rabbitmq_settings {
   std::chrono::milliseconds delay_unit{1000};
   unsigned delay_levels = 28;
 
+  // The broker's management API (the rabbitmq_management plugin), for what
+  // AMQP cannot see: a delay level that holds messages past their delay and
+  // does not forward them, which RabbitMQ can leave behind after a leader
+  // change (docs/rabbitmq.md, "Stranded delay levels"). "http://host:15672"
+  // or https, no user info: the API is asked as `user` with `password`
+  // (the management or monitoring tag is enough). Empty: not watched.
+  std::string management_url;
+  // How often the levels are looked at through it, and how long past a
+  // level's TTL its held messages may go without moving before the level
+  // counts as stranded (the API's figures are up to 5 s old).
+  std::chrono::milliseconds level_watch_interval{15000};
+  std::chrono::milliseconds stranded_margin{30000};
+
   // Shown by `rabbitmqctl list_connections name client_properties`, with
   // " publisher" or " consumer" appended.
   std::string connection_name = "bus";
@@ -137,6 +150,7 @@ struct rabbitmq_settings {
 //   queue_type=quorum|classic  delay_unit=<ms>  delay_levels=<n>
 //   reconnect_delay_min=<ms>  reconnect_delay_max=<ms>  connection_name=<text>
 //   delivery_limit=<n>  error_queue_suffix=<text>  skipped_queue_suffix=<text>
+//   management_url=<http[s]://host:port>  level_watch_interval=<ms>  stranded_margin=<ms>
 // Several comma-separated hosts are the cluster's nodes: the first is
 // host:port, the others failover_nodes, each with the scheme's default port
 // unless it gives its own.
