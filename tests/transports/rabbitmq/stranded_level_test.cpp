@@ -62,10 +62,10 @@ TEST_CASE("a delay level that holds messages it does not forward is reported wit
   const auto level = levels.level_name(k);
   const std::chrono::milliseconds delay = settings.delay_unit * 8; // level 3 alone
 
+  bus::test::delivery_collector arrived; // outlives the transport that fills it
   auto t = bus::test::connect_transport(settings);
   auto queue = bus::test::unique_name("stranded.target");
   REQUIRE(t->declare_queue(queue));
-  bus::test::delivery_collector arrived;
   auto* acking = t.get();
   REQUIRE(t->consume(queue, 50, [&arrived, acking](bus::delivery d) {
     auto tag = d.tag;

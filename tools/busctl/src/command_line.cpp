@@ -9,13 +9,10 @@ namespace {
 
 const std::map<std::string, command_kind>& commands() {
   static const std::map<std::string, command_kind> names{
-      {"help", command_kind::help},
-      {"list", command_kind::list},
-      {"groups", command_kind::groups},
-      {"show", command_kind::show},
-      {"replay", command_kind::replay},
-      {"purge", command_kind::purge},
-      {"move-leader", command_kind::move_leader}};
+    {"help", command_kind::help},     {"list", command_kind::list},
+    {"groups", command_kind::groups}, {"show", command_kind::show},
+    {"replay", command_kind::replay}, {"purge", command_kind::purge},
+    {"move-leader", command_kind::move_leader}};
   return names;
 }
 
@@ -102,9 +99,8 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
     if (!mistakes.empty())
       return error{errc::invalid_configuration, joined(mistakes)};
     if (raw.positional.empty() && !raw.help)
-      return error{
-          errc::invalid_configuration,
-          "no command given (list, groups, show, replay, purge, move-leader; busctl --help)"};
+      return error{errc::invalid_configuration, "no command given (list, groups, show, replay, "
+                                                "purge, move-leader; busctl --help)"};
     out.command = command_kind::help;
     return out;
   }
@@ -113,8 +109,8 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
   if (found == commands().end())
     return error{errc::invalid_configuration,
                  joined(mistakes) + (mistakes.empty() ? "" : "; ") + "unknown command '"
-                     + raw.positional[0]
-                     + "' (list, groups, show, replay, purge, move-leader; busctl --help)"};
+                   + raw.positional[0]
+                   + "' (list, groups, show, replay, purge, move-leader; busctl --help)"};
   out.command = found->second;
   if (out.command == command_kind::help)
     return out;

@@ -22,6 +22,7 @@ level_watch::~level_watch() {
     std::lock_guard<std::mutex> guard(mutex_);
     stopping_ = true;
   }
+  abort_ = true;
   wake_.notify_all();
   thread_.join();
 }
@@ -32,7 +33,7 @@ std::vector<stalled_queue> level_watch::stranded() const {
 }
 
 void level_watch::run(rabbitmq_settings settings, std::string prefix) {
-  management_api api(settings);
+  management_api api(settings, abort_);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     lock.unlock();
@@ -48,16 +49,12 @@ void level_watch::look(management_api& api, const std::string& prefix) {
     // Once per outage: the API being down says nothing about the levels.
     if (!api_failing_)
       log_.warn("cannot look at the delay levels " + prefix
-                + "* (they are not watched until "
-                  "it answers again): "
-                + samples.error().message);
+                + "* (not watched until it answers again): " + samples.error().message);
     api_failing_ = true;
     return;
   }
   if (api_failing_)
-    log_.info("the management API at " + api.base()
-              + " answers again; watching the delay "
-                "levels "
+    log_.info("the management API at " + api.base() + " answers again; watching the delay levels "
               + prefix + "*");
   api_failing_ = false;
   std::vector<level_change> changes;

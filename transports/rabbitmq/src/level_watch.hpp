@@ -5,6 +5,7 @@
 // transport_health::stalled (readiness detail and metrics).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -18,12 +19,14 @@
 
 namespace bus::detail {
 
+class management_api;
+
 class level_watch {
 public:
   // Starts the thread; settings.management_url must be set.
   level_watch(const rabbitmq_settings& settings, const delay_levels& levels,
               const rabbitmq_logger& log);
-  // Stops and joins it (at most one request's timeout).
+  // Stops and joins it; a request in progress is abandoned.
   ~level_watch();
   level_watch(const level_watch&) = delete;
   level_watch& operator=(const level_watch&) = delete;
@@ -33,14 +36,15 @@ public:
 
 private:
   void run(rabbitmq_settings settings, std::string prefix);
-  void look(class management_api& api, const std::string& prefix);
+  void look(management_api& api, const std::string& prefix);
 
   rabbitmq_logger log_;
   std::chrono::milliseconds interval_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;    // guarded
-  stranded_levels judge_;    // guarded
+  bool stopping_ = false;          // guarded
+  std::atomic<bool> abort_{false}; // stopping_, for a request in progress
+  stranded_levels judge_;          // guarded
   bool api_failing_ = false; // the watch thread's own
   std::thread thread_;
 };

@@ -42,6 +42,11 @@ std::string percent_encoded(const std::string& text) {
   return out;
 }
 
+// libcurl's progress callback: a non-zero answer ends the transfer.
+int abort_if_asked(void* abort, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(abort)->load() ? 1 : 0;
+}
+
 std::uint64_t count_of(const nlohmann::json& item, const char* key) {
   auto it = item.find(key);
   return it != item.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
@@ -49,10 +54,10 @@ std::uint64_t count_of(const nlohmann::json& item, const char* key) {
 
 } // namespace
 
-management_api::management_api(const rabbitmq_settings& settings)
-    : base_(settings.management_url), credentials_(settings.user + ":" + settings.password),
+management_api::management_api(const rabbitmq_settings& settings, const std::atomic<bool>& abort)
+    : base_(settings.management_url), user_(settings.user), password_(settings.password),
       vhost_(settings.vhost), timeout_ms_(static_cast<long>(settings.operation_timeout.count())),
-      curl_(std::make_unique<curl_state>()) {
+      abort_(abort), curl_(std::make_unique<curl_state>()) {
   while (!base_.empty() && base_.back() == '/')
     base_.pop_back();
   init_curl_once();
@@ -76,12 +81,16 @@ result<std::string> management_api::get(const std::string& path) {
   curl_->error[0] = '\0';
   curl_easy_setopt(h, CURLOPT_URL, (base_ + path).c_str());
   curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-  curl_easy_setopt(h, CURLOPT_USERPWD, credentials_.c_str());
+  curl_easy_setopt(h, CURLOPT_USERNAME, user_.c_str()); // apart: a ':' in either is fine
+  curl_easy_setopt(h, CURLOPT_PASSWORD, password_.c_str());
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms_);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); // timeouts without SIGALRM: threads are about
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_->error);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &append);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &abort_if_asked);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &abort_);
   auto code = curl_easy_perform(h);
   if (code != CURLE_OK)
     return fail(curl_->error[0] != '\0' ? curl_->error : curl_easy_strerror(code));
@@ -105,14 +114,14 @@ result<std::vector<level_sample>> management_api::queues_named(const std::string
     return body.error();
   auto doc = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("items") || !doc["items"].is_array())
-    return error{errc::transport_failure, "the management API at " + base_
-                                              + " answered something that is not a page of "
-                                                "queues"};
+    return error{errc::transport_failure,
+                 "the management API at " + base_ + " answered something that is not a page "
+                 "of queues"};
   std::vector<level_sample> out;
-  for (const auto& item : doc["items"]) {
-    if (!item.is_object() || !item.contains("name") || !item["name"].is_string())
+  for (const auto& item : doc.at("items")) {
+    if (!item.is_object() || !item.contains("name") || !item.at("name").is_string())
       continue;
-    auto name = item["name"].get<std::string>();
+    auto name = item.at("name").get<std::string>();
     if (name.compare(0, prefix.size(), prefix) != 0)
       continue; // the API matches anywhere in the name
     level_sample s;

@@ -4,6 +4,7 @@
 // One instance per thread: it keeps its curl handle and connection.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +18,9 @@ namespace bus::detail {
 class management_api {
 public:
   // Asks `settings.management_url` as settings.user, waiting at most
-  // settings.operation_timeout per request.
-  explicit management_api(const rabbitmq_settings& settings);
+  // settings.operation_timeout per request; a request in progress gives up
+  // as soon as `abort` turns true (the owner is being destroyed).
+  management_api(const rabbitmq_settings& settings, const std::atomic<bool>& abort);
   ~management_api();
   management_api(const management_api&) = delete;
   management_api& operator=(const management_api&) = delete;
@@ -36,9 +38,11 @@ private:
   [[nodiscard]] result<std::string> get(const std::string& path);
 
   std::string base_;
-  std::string credentials_; // user:password
+  std::string user_;
+  std::string password_;
   std::string vhost_;
   long timeout_ms_;
+  const std::atomic<bool>& abort_;
   struct curl_state;
   std::unique_ptr<curl_state> curl_;
 };

@@ -267,7 +267,7 @@ result<void> rabbitmq_settings::validate() const {
     auto scheme_end = management_url.find("://");
     auto scheme = management_url.substr(0, scheme_end);
     if (scheme_end == std::string::npos || (scheme != "http" && scheme != "https"))
-      mistakes.push_back("management_url '" + management_url
+      mistakes.push_back("management_url '" + redact_url(management_url)
                          + "' is not an http:// or https:// URL");
     else if (management_url.find('@') != std::string::npos)
       mistakes.push_back("management_url must not carry a user: the API is asked as the AMQP "
