@@ -26,22 +26,30 @@ struct raw_message {
   std::string body;
 };
 
-inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
-                        const raw_message& m) {
-  auto check = [](amqp_rpc_reply_t r, const char* what) {
-    if (r.reply_type != AMQP_RESPONSE_NORMAL)
-      FAIL("raw client: " << what << " failed (reply type " << r.reply_type << ")");
-  };
+// FAILs the test when a raw call did not succeed.
+inline void raw_check(amqp_rpc_reply_t r, const char* what) {
+  if (r.reply_type != AMQP_RESPONSE_NORMAL)
+    FAIL("raw client: " << what << " failed (reply type " << r.reply_type << ")");
+}
+
+// A connection to the broker of `s`, logged in, with channel 1 open.
+inline amqp_connection_state_t raw_connect(const rabbitmq_settings& s) {
   amqp_connection_state_t conn = amqp_new_connection();
   amqp_socket_t* socket = amqp_tcp_socket_new(conn);
   REQUIRE(amqp_socket_open(socket, s.host.c_str(), s.port) == AMQP_STATUS_OK);
-  check(amqp_login(conn, s.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, s.user.c_str(),
-                   s.password.c_str()),
-        "login");
+  raw_check(amqp_login(conn, s.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN,
+                       s.user.c_str(), s.password.c_str()),
+            "login");
   amqp_channel_open(conn, 1);
-  check(amqp_get_rpc_reply(conn), "channel.open");
+  raw_check(amqp_get_rpc_reply(conn), "channel.open");
+  return conn;
+}
+
+inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
+                        const raw_message& m) {
+  amqp_connection_state_t conn = raw_connect(s);
   amqp_confirm_select(conn, 1);
-  check(amqp_get_rpc_reply(conn), "confirm.select");
+  raw_check(amqp_get_rpc_reply(conn), "confirm.select");
 
   std::vector<amqp_table_entry_t> entries;
   for (const auto& [name, value] : m.headers) {
@@ -81,18 +89,7 @@ inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
 // did: the same arguments, without x-queue-leader-locator.
 inline void raw_declare_unplaced_level(const rabbitmq_settings& s, const std::string& name,
                                        std::int64_t ttl_ms, const std::string& next_exchange) {
-  auto check = [](amqp_rpc_reply_t r, const char* what) {
-    if (r.reply_type != AMQP_RESPONSE_NORMAL)
-      FAIL("raw client: " << what << " failed (reply type " << r.reply_type << ")");
-  };
-  amqp_connection_state_t conn = amqp_new_connection();
-  amqp_socket_t* socket = amqp_tcp_socket_new(conn);
-  REQUIRE(amqp_socket_open(socket, s.host.c_str(), s.port) == AMQP_STATUS_OK);
-  check(amqp_login(conn, s.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, s.user.c_str(),
-                   s.password.c_str()),
-        "login");
-  amqp_channel_open(conn, 1);
-  check(amqp_get_rpc_reply(conn), "channel.open");
+  amqp_connection_state_t conn = raw_connect(s);
   auto text = [](const char* key, const std::string& value) {
     amqp_table_entry_t e{};
     e.key = amqp_cstring_bytes(key);
@@ -111,7 +108,7 @@ inline void raw_declare_unplaced_level(const rabbitmq_settings& s, const std::st
   entries.push_back(ttl);
   amqp_queue_declare(conn, 1, amqp_bytes_t{name.size(), const_cast<char*>(name.data())}, 0, 1, 0, 0,
                      amqp_table_t{static_cast<int>(entries.size()), entries.data()});
-  check(amqp_get_rpc_reply(conn), "queue.declare");
+  raw_check(amqp_get_rpc_reply(conn), "queue.declare");
   amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
   amqp_destroy_connection(conn);
 }
@@ -129,10 +126,6 @@ struct raw_got {
 // basic.get of one message from `queue`, acknowledged (removed) if `ack`,
 // else requeued. Waits for nothing: found is false on an empty queue.
 inline raw_got raw_get(const rabbitmq_settings& s, const std::string& queue, bool ack) {
-  auto check = [](amqp_rpc_reply_t r, const char* what) {
-    if (r.reply_type != AMQP_RESPONSE_NORMAL)
-      FAIL("raw client: " << what << " failed (reply type " << r.reply_type << ")");
-  };
   auto text = [](amqp_bytes_t b) { return std::string(static_cast<char*>(b.bytes), b.len); };
   auto value_text = [&](const amqp_field_value_t& v) -> std::string {
     switch (v.kind) {
@@ -149,21 +142,14 @@ inline raw_got raw_get(const rabbitmq_settings& s, const std::string& queue, boo
         return "<kind " + std::to_string(v.kind) + ">";
     }
   };
-  amqp_connection_state_t conn = amqp_new_connection();
-  amqp_socket_t* socket = amqp_tcp_socket_new(conn);
-  REQUIRE(amqp_socket_open(socket, s.host.c_str(), s.port) == AMQP_STATUS_OK);
-  check(amqp_login(conn, s.vhost.c_str(), 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, s.user.c_str(),
-                   s.password.c_str()),
-        "login");
-  amqp_channel_open(conn, 1);
-  check(amqp_get_rpc_reply(conn), "channel.open");
+  amqp_connection_state_t conn = raw_connect(s);
   raw_got out;
   amqp_rpc_reply_t got = amqp_basic_get(conn, 1, amqp_cstring_bytes(queue.c_str()), /*no_ack=*/0);
-  check(got, "basic.get");
+  raw_check(got, "basic.get");
   if (got.reply.id == AMQP_BASIC_GET_OK_METHOD) {
     auto tag = static_cast<amqp_basic_get_ok_t*>(got.reply.decoded)->delivery_tag;
     amqp_message_t m;
-    check(amqp_read_message(conn, 1, &m, 0), "reading the message");
+    raw_check(amqp_read_message(conn, 1, &m, 0), "reading the message");
     out.found = true;
     const auto& p = m.properties;
     if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG)

@@ -1,10 +1,11 @@
 #include "management_api.hpp"
 
-#include <cctype>
 #include <mutex>
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
+
+#include "percent_encoding.hpp"
 
 namespace bus::detail {
 
@@ -25,21 +26,6 @@ void init_curl_once() {
 std::size_t append(char* data, std::size_t size, std::size_t n, void* out) {
   static_cast<std::string*>(out)->append(data, size * n);
   return size * n;
-}
-
-std::string percent_encoded(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
 }
 
 // libcurl's progress callback: a non-zero answer ends the transfer.
@@ -107,8 +93,8 @@ result<std::vector<level_sample>> management_api::queues_named(const std::string
   // A page of the names containing `prefix`: one request however many
   // queues the vhost has. Without the rate statistics, the cheap form for
   // large brokers, with the totals kept (3.10's `columns` would drop them).
-  auto body = get("/api/queues/" + percent_encoded(vhost_)
-                  + "?page=1&page_size=500&name=" + percent_encoded(prefix)
+  auto body = get("/api/queues/" + percent_encode(vhost_)
+                  + "?page=1&page_size=500&name=" + percent_encode(prefix)
                   + "&use_regex=false&disable_stats=true&enable_queue_totals=true");
   if (!body)
     return body.error();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bus/rabbitmq_settings.hpp"
+#include "percent_encoding.hpp"
 
 namespace bus {
 
@@ -42,21 +43,6 @@ bool percent_decode(std::string_view in, std::string& out) {
     i += 2;
   }
   return true;
-}
-
-std::string percent_encode(std::string_view in) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : in) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out;
 }
 
 template <class Int> bool parse_number(std::string_view text, Int& out) {
@@ -208,7 +194,7 @@ std::vector<rabbitmq_node> rabbitmq_settings::nodes() const {
 
 std::string rabbitmq_settings::describe() const {
   std::string out = tls ? "amqps://" : "amqp://";
-  out += percent_encode(user) + "@";
+  out += detail::percent_encode(user) + "@";
   bool first = true;
   for (const auto& n : nodes()) {
     out += first ? "" : ",";
@@ -216,7 +202,7 @@ std::string rabbitmq_settings::describe() const {
     out += n.host.find(':') != std::string::npos ? "[" + n.host + "]" : n.host;
     out += ":" + std::to_string(n.port);
   }
-  out += "/" + percent_encode(vhost);
+  out += "/" + detail::percent_encode(vhost);
   if (tls && !verify_peer)
     out += " (TLS certificate NOT verified)";
   return out;
