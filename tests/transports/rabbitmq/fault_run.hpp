@@ -23,6 +23,7 @@
 #include "broker.hpp"
 #include "bus/bus.hpp"
 #include "delay_levels.hpp"
+#include "support/eventually.hpp"
 
 namespace bus::test {
 
@@ -231,9 +232,8 @@ check_delay_levels_drained(unsigned count = 0,
         return false;
     return true;
   };
-  auto until = std::chrono::steady_clock::now() + within;
-  while (!drained() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Each look is a rabbitmqctl call (seconds on a loaded machine): every 500 ms.
+  (void)eventually(drained, within, std::chrono::milliseconds(500));
   for (unsigned k = 0; k < levels.count(); ++k) {
     INFO("delay level " << levels.level_name(k) << " (messages, not only the ready ones)");
     CHECK(depths[levels.level_name(k)] == 0);
