@@ -8,9 +8,10 @@ namespace bus {
 
 handler_context::handler_context(const envelope& message, const message_registry& registry,
                                  std::string endpoint, time_point now, int attempt,
-                                 const std::atomic<bool>* stopping)
+                                 const std::atomic<bool>* stopping,
+                                 store_transaction* transaction)
   : message_(&message), registry_(&registry), endpoint_(std::move(endpoint)), now_(now),
-    attempt_(attempt), stopping_(stopping) {}
+    attempt_(attempt), stopping_(stopping), transaction_(transaction) {}
 
 void handler_context::poison(std::string reason) {
   verdict_ = std::make_exception_ptr(poison_message(reason));

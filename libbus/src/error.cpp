@@ -13,6 +13,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::duplicate: return "duplicate";
     case errc::timeout: return "timeout";
     case errc::request_failed: return "request_failed";
+    case errc::store_failure: return "store_failure";
   }
   return "unknown_error";
 }

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,24 +25,21 @@
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
 #include "bus/message_registry.hpp"
+#include "bus/message_store.hpp"
+#include "bus/outgoing_message.hpp"
 #include "bus/send_options.hpp"
 
 namespace bus {
 
-// A message waiting in an outbox: sent to `queue`, or published when the
-// queue is empty.
-struct outgoing_message {
-  std::string queue;
-  envelope message;
-  duration delay{}; // > 0: held for this long first (defer), by the scheduler or the broker
-};
-
 class handler_context {
 public:
-  // `stopping`, if given, is the endpoint's stop flag (see stop_requested).
+  // `stopping`, if given, is the endpoint's stop flag (see stop_requested);
+  // `transaction`, the attempt's store transaction on an endpoint with an
+  // outbox.
   handler_context(const envelope& message, const message_registry& registry,
                   std::string endpoint, time_point now, int attempt,
-                  const std::atomic<bool>* stopping = nullptr);
+                  const std::atomic<bool>* stopping = nullptr,
+                  store_transaction* transaction = nullptr);
 
   [[nodiscard]] const envelope& message() const noexcept { return *message_; }
   [[nodiscard]] const std::string& message_id() const noexcept { return message_->message_id; }
@@ -59,6 +57,24 @@ public:
   // handler does after that has no effect.
   [[nodiscard]] bool stop_requested() const noexcept {
     return stopping_ != nullptr && stopping_->load(std::memory_order_relaxed);
+  }
+
+  // On an endpoint with an outbox (endpoint_builder::outbox): this
+  // attempt's database transaction, as the store's adapter types it
+  // (bus::sqlite_transaction, bus::postgresql_transaction), to write the
+  // handler's own rows through. They commit together with the inbox record
+  // and the handler's sends once it returns, or not at all if it throws.
+  // The handler never commits or rolls back itself. Throws
+  // std::logic_error if the endpoint has no outbox or T is not its type.
+  template <class T>
+  [[nodiscard]] T& transaction() const {
+    auto* typed = dynamic_cast<T*>(transaction_);
+    if (typed == nullptr)
+      throw std::logic_error(transaction_ == nullptr
+                               ? "endpoint '" + endpoint_ + "' has no outbox, so no transaction"
+                               : "endpoint '" + endpoint_
+                                   + "' has a transaction of another store type");
+    return *typed;
   }
 
   // Buffers `msg` for `queue`. Fails only if T is not a registered message.
@@ -134,6 +150,7 @@ private:
   time_point now_;
   int attempt_;
   const std::atomic<bool>* stopping_;
+  store_transaction* transaction_;
   std::vector<outgoing_message> outbox_;
   std::exception_ptr verdict_;
 };

@@ -20,6 +20,7 @@ enum class errc {
   duplicate,             // a name registered twice
   timeout,               // a request's reply did not come in time
   request_failed,        // a request's handler failed for good: its fault<T> came back
+  store_failure,         // the message store (outbox and inbox database) failed an operation
 };
 
 [[nodiscard]] std::string_view to_string(errc code) noexcept;

@@ -1,0 +1,97 @@
+// The persistence port of the outbox and inbox: what the bus needs from a
+// database to make a handler's effects happen once. stores/ implements it
+// (SQLite, PostgreSQL); the runtime knows only this interface, never a
+// database type.
+//
+// One delivery on an endpoint with a store, end to end:
+//   1. receive(): a transaction opens and the inbox record (endpoint,
+//      message id) is written before anything else. A record there already
+//      means a duplicate: dispatched, or stored and not yet dispatched.
+//   2. The handler writes its own rows inside that transaction (the
+//      adapter's transaction type gives it the connection); its sends are
+//      buffered in memory.
+//   3. commit(): the sends are stored as outbox rows and everything
+//      commits at once. A handler that throws rolls all of it back, inbox
+//      record included, and the policy decides as without a store.
+//   4. The bus dispatches the sends through the transport, then
+//      mark_dispatched(), then acknowledges the delivery.
+// A crash between any two steps leaves the delivery unacknowledged: the
+// transport delivers it again, and step 1 finds where it stopped.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bus/error.hpp"
+#include "bus/time.hpp"
+
+namespace bus {
+
+// A failure of the store itself (the database is down, locked too long, a
+// constraint broke), raised to the recoverability policy as a handler's
+// exception would be: a rule can retry it or trip a dependency breaker.
+class store_error : public std::runtime_error {
+public:
+  explicit store_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Which delivery an inbox record stands for.
+struct inbox_key {
+  std::string endpoint;
+  std::string message_id;
+};
+
+// The transaction of one attempt: opened by message_store::receive() with
+// the inbox record written, ended by commit() or rollback(). An adapter's
+// subclass gives the handler its connection (handler_context::transaction).
+// Used by one thread at a time.
+class store_transaction {
+public:
+  virtual ~store_transaction() = default; // an unfinished transaction rolls back
+
+  // Stores `outgoing` (records of encode_outgoing(), in send order) as the
+  // attempt's outbox rows and commits them with everything else written in
+  // the transaction. On failure nothing of it is kept.
+  virtual result<void> commit(const std::vector<std::string>& outgoing) = 0;
+  // Undoes everything written in the transaction, the inbox record too.
+  virtual void rollback() noexcept = 0;
+};
+
+// What the inbox knows of a delivery.
+enum class inbox_state : std::uint8_t {
+  first,      // not handled here before: handle it inside the transaction
+  stored,     // handled, its sends stored but not all dispatched: dispatch them
+  dispatched, // handled and dispatched: a duplicate, to acknowledge and drop
+};
+
+struct inbox_entry {
+  inbox_state state = inbox_state::first;
+  std::unique_ptr<store_transaction> transaction; // set when first
+  std::vector<std::string> stored;                // when stored: the outbox rows, in send order
+};
+
+class message_store {
+public:
+  virtual ~message_store() = default;
+
+  // "sqlite", "postgresql": for log lines and metrics.
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+
+  // Opens the transaction of an attempt at `key` and writes its inbox
+  // record first, so that a second copy of the message on another
+  // consumer or process waits for this one to end, then sees it handled
+  // (see docs/outbox.md, "Why the inbox record comes first"). When the
+  // record exists already no transaction is left open. May block.
+  virtual result<inbox_entry> receive(const inbox_key& key, time_point now) = 0;
+
+  // Records that every stored send of `key` went out; its outbox rows are
+  // deleted, its inbox record stays (for deduplication) until cleanup.
+  // Idempotent. May block.
+  virtual result<void> mark_dispatched(const inbox_key& key, time_point now) = 0;
+};
+
+} // namespace bus
