@@ -1,0 +1,161 @@
+#include "bus/sqlite_store.hpp"
+
+#include "sqlite_pool.hpp"
+
+namespace bus {
+
+using detail::run;
+using detail::sqlite_lease;
+
+namespace {
+
+// Ends a transaction that went wrong; its own failure changes nothing
+// (SQLite rolls back what it cannot commit, and a closed connection too).
+void roll_back(detail::sqlite_connection& c) {
+  if (!sqlite3_get_autocommit(c.db))
+    run(c.rollback, {});
+}
+
+} // namespace
+
+sqlite_transaction::sqlite_transaction(std::unique_ptr<sqlite_lease> lease, inbox_key key)
+  : lease_(std::move(lease)), key_(std::move(key)) {}
+
+sqlite_transaction::~sqlite_transaction() { rollback(); }
+
+sqlite3* sqlite_transaction::connection() const noexcept {
+  return lease_ ? lease_->connection->db : nullptr;
+}
+
+result<void> sqlite_transaction::commit(const std::vector<std::string>& outgoing) {
+  if (!lease_)
+    return error{errc::store_failure, "the transaction has ended already"};
+  auto lease = std::move(lease_);
+  auto& c = *lease->connection;
+  const auto& pool = *lease->pool;
+  if (sqlite3_get_autocommit(c.db)) {
+    // Its COMMIT kept the inbox record without the sends: forget it, so
+    // that the retry runs the handler again rather than send nothing.
+    run(c.forget_inbox, {key_.endpoint, key_.message_id});
+    return error{errc::store_failure,
+                 "sqlite '" + pool.settings.path
+                   + "': the handler ended the transaction itself (COMMIT or ROLLBACK on its "
+                     "connection), so its sends cannot commit with its writes"};
+  }
+  auto fail = [&](std::string_view what) {
+    auto err = pool.failure(c.db, what);
+    roll_back(c);
+    return err;
+  };
+  long long position = 0;
+  for (const auto& row : outgoing)
+    if (run(c.insert_outbox, {key_.endpoint, key_.message_id, row}, {position++}) != SQLITE_DONE)
+      return fail("cannot store a sent message");
+  // Nothing to send: the message is done once this commits.
+  if (outgoing.empty()
+      && run(c.nothing_to_send, {key_.endpoint, key_.message_id}) != SQLITE_DONE)
+    return fail("cannot record the message as handled");
+  if (run(c.commit, {}) != SQLITE_DONE)
+    return fail("cannot commit");
+  return {};
+}
+
+void sqlite_transaction::rollback() noexcept {
+  if (auto lease = std::move(lease_))
+    roll_back(*lease->connection);
+}
+
+result<std::shared_ptr<sqlite_store>> sqlite_store::open(sqlite_store_settings settings) {
+  if (settings.path.empty())
+    return error{errc::invalid_configuration, "the SQLite store needs the path of its file"};
+  if (settings.busy_timeout.count() < 0)
+    return error{errc::invalid_configuration, "the SQLite store's busy timeout must not be negative"};
+  auto pool = std::make_shared<detail::sqlite_pool>(std::move(settings));
+  // The first connection creates the file and the tables: a bad path or a
+  // file of another kind fails here, at build time, not at the first message.
+  auto first = pool->take();
+  if (!first)
+    return first.error();
+  pool->give_back(std::move(*first));
+  return std::make_shared<sqlite_store>(std::move(pool));
+}
+
+sqlite_store::sqlite_store(std::shared_ptr<detail::sqlite_pool> pool) : pool_(std::move(pool)) {}
+
+sqlite_store::~sqlite_store() = default;
+
+result<inbox_entry> sqlite_store::receive(const inbox_key& key, time_point now) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  auto lease = std::make_unique<sqlite_lease>(pool_, std::move(*taken));
+  auto& c = *lease->connection;
+  // IMMEDIATE takes the write lock now: a second copy of the message waits
+  // here until this attempt ends, and a commit never fails on upgrading.
+  if (run(c.begin, {}) != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot begin a transaction");
+  if (run(c.insert_inbox, {key.endpoint, key.message_id}, {to_unix_ms(now)}) != SQLITE_DONE) {
+    auto err = pool_->failure(c.db, "cannot write the inbox record");
+    roll_back(c);
+    return err;
+  }
+  inbox_entry entry;
+  if (sqlite3_changes(c.db) == 1) {
+    entry.transaction = std::make_unique<sqlite_transaction>(std::move(lease), key);
+    return entry;
+  }
+  // Handled before: what became of its sends? Read, then let go at once.
+  auto* stmt = c.dispatched_at.get();
+  sqlite3_bind_text(stmt, 1, key.endpoint.data(), static_cast<int>(key.endpoint.size()),
+                    SQLITE_STATIC);
+  sqlite3_bind_text(stmt, 2, key.message_id.data(), static_cast<int>(key.message_id.size()),
+                    SQLITE_STATIC);
+  int rc = sqlite3_step(stmt);
+  bool dispatched = rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL;
+  sqlite3_reset(stmt);
+  if (rc != SQLITE_ROW) {
+    auto err = pool_->failure(c.db, "cannot read the inbox record");
+    roll_back(c);
+    return err;
+  }
+  entry.state = dispatched ? inbox_state::dispatched : inbox_state::stored;
+  if (!dispatched) {
+    stmt = c.stored_rows.get();
+    sqlite3_bind_text(stmt, 1, key.endpoint.data(), static_cast<int>(key.endpoint.size()),
+                      SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 2, key.message_id.data(), static_cast<int>(key.message_id.size()),
+                      SQLITE_STATIC);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+      entry.stored.emplace_back(text ? text : "", static_cast<std::size_t>(sqlite3_column_bytes(stmt, 0)));
+    }
+    sqlite3_reset(stmt);
+    if (rc != SQLITE_DONE) {
+      auto err = pool_->failure(c.db, "cannot read the stored sends");
+      roll_back(c);
+      return err;
+    }
+  }
+  roll_back(c); // only read: nothing to keep
+  return entry;
+}
+
+result<void> sqlite_store::mark_dispatched(const inbox_key& key, time_point now) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  if (run(c.begin, {}) != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot begin a transaction");
+  if (run(c.mark_inbox, {key.endpoint, key.message_id}, {to_unix_ms(now)}) != SQLITE_DONE
+      || run(c.delete_outbox, {key.endpoint, key.message_id}) != SQLITE_DONE
+      || run(c.commit, {}) != SQLITE_DONE) {
+    auto err = pool_->failure(c.db, "cannot mark the stored sends dispatched");
+    roll_back(c);
+    return err;
+  }
+  return {};
+}
+
+} // namespace bus
