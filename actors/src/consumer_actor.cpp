@@ -11,6 +11,7 @@
 #include "bus/header_names.hpp"
 #include "attempt_spans.hpp"
 #include "consumer_endings.hpp"
+#include "consumer_inbox.hpp"
 #include "consumer_resilience.hpp"
 #include "bus/deadline.hpp"
 #include "delivery_steps.hpp"
@@ -32,19 +33,29 @@ handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
   return handler_context(*cur.item.message, rt.registry(), rt.name(), cur.attempt_started, cur.attempt,
-                         &rt.status().stop_requested);
+                         &rt.status().stop_requested, cur.transaction.get());
 }
 
-// After a handler returned normally: its outbox goes out first.
+// After a handler returned normally: its outbox goes out first. With a
+// message store it is committed first, with the handler's own writes; a
+// delivery taken back by a stop meanwhile comes back and finds it stored.
 void on_success(consumer* self, handler_context& ctx) {
+  auto outbox = ctx.take_outbox();
+  if (self->state.rt->definition().inherit_deadline) // issue 14, opt-in
+    for (auto& out : outbox)
+      inherit_deadline(out.message, *self->state.current->item.message);
+  if (self->state.current->transaction && !commit_attempt(self, outbox))
+    return;
   if (claim_ending(self))
-    release_outbox(self, ctx.take_outbox());
+    release_outbox(self, std::move(outbox));
 }
 
 void run_attempt(consumer* self) {
   auto& cur = *self->state.current;
   cur.attempt_started = self->state.rt->now();
   if (cur.handler->invoke) {
+    if (self->state.rt->definition().store && !open_inbox(self))
+      return; // handled before, or the store failed
     auto ctx = context_for(self);
     metrics::attempt_timer timer(*self->state.rt, cur.handler, *cur.item.message, cur.attempt,
                                  ctx.now());
@@ -52,8 +63,10 @@ void run_attempt(consumer* self) {
     if (!error)
       error = ctx.verdict(); // poison() or retry() called, no exception thrown
     timer.finish(!error);
-    if (error)
+    if (error) {
+      roll_back_attempt(self);
       on_failure(self, std::move(error));
+    }
     else
       on_success(self, ctx);
     return;

@@ -15,6 +15,7 @@
 // once the scheduler has accepted it.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <random>
 
@@ -25,6 +26,7 @@
 #include "bus/delivery_history.hpp"
 #include "bus/exception_info.hpp"
 #include "bus/fault.hpp"
+#include "bus/message_store.hpp"
 #include "bus/policy/action.hpp"
 #include "delivery_claim.hpp"
 #include "endpoint_runtime.hpp"
@@ -69,6 +71,11 @@ struct current_delivery {
   // When the current attempt started (the handler's context says the same):
   // with the attempt number, it names the attempt's span (tracing.hpp).
   time_point attempt_started{};
+  // The outbox, on an endpoint with a message store: the open transaction
+  // of the attempt under way, and whether the sends going out now were
+  // stored (they are marked dispatched once all are out).
+  std::unique_ptr<store_transaction> transaction;
+  bool sends_stored = false;
 };
 
 struct consumer_state {

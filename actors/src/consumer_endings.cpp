@@ -6,6 +6,7 @@
 
 #include "bus/deadline.hpp"
 #include "bus/header_names.hpp"
+#include "consumer_inbox.hpp"
 #include "dead_letter_file.hpp"
 #include "delivery_steps.hpp"
 #include "log_line.hpp"
@@ -266,7 +267,10 @@ void on_outbox(consumer* self, result<void> sent) {
   if (--cur.outbox_left > 0)
     return;
   if (!cur.outbox_error) {
-    succeed(self);
+    if (cur.sends_stored)
+      stored_sends_out(self);
+    else
+      succeed(self);
     return;
   }
   // The handler's messages could not all be sent: the attempt failed.
@@ -481,8 +485,6 @@ void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
   cur.outbox_left = outbox.size();
   auto& transport = runtime(self).transport();
   for (auto& out : outbox) {
-    if (runtime(self).definition().inherit_deadline) // issue 14, opt-in
-      inherit_deadline(out.message, *cur.item.message);
     if (out.delay > duration::zero()) {
       send_later(runtime(self), std::move(out), to_self(self, ending_step::outbox));
       continue;

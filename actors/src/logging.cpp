@@ -26,7 +26,8 @@ loggers loggers::make(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks, b
               make_one("bus.delayed_retry"), make_one("bus.move_to_error"),
               make_one("bus.discard"),   make_one("bus.skipped"),
               make_one("bus.rate_limit"), make_one("bus.retry_budget"),
-              make_one("bus.request"),    make_one("bus.scheduled_send")};
+              make_one("bus.request"),    make_one("bus.scheduled_send"),
+              make_one("bus.outbox")};
   out.json = json;
   out.text_limit = text_limit;
   return out;

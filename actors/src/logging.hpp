@@ -27,6 +27,7 @@ struct loggers {
   std::shared_ptr<spdlog::logger> retry_budget;    // bus.retry_budget (warn): a retry refused
   std::shared_ptr<spdlog::logger> request;         // bus.request: late or unknown replies
   std::shared_ptr<spdlog::logger> scheduled_send;  // bus.scheduled_send: send_at, defer
+  std::shared_ptr<spdlog::logger> outbox;          // bus.outbox: duplicates, stored sends, the store
   bool json = false;             // one JSON object per line
   std::size_t text_limit = 4096; // exception texts in a line are cut to this (fault_text_limit)
 

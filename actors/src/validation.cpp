@@ -31,6 +31,15 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     out.push_back(where + "the rate limit's threshold of consecutive failures must not be negative");
   if (def.rate_limit.wait_between_attempts.count() < 0)
     out.push_back(where + "the rate limit's wait between attempts must not be negative");
+  if (def.store) {
+    if (def.threads == handler_threads::caf_workers)
+      out.push_back(where + "its outbox's database calls block, so its handlers need a thread per "
+                            "slot: drop handler_threads(caf_workers)");
+    for (const auto& slot : def.handlers)
+      if (slot.via_actor)
+        out.push_back(where + "a handler served by an actor cannot write in the outbox's "
+                              "transaction: use a function handler on an endpoint with an outbox");
+  }
   out.insert(out.end(), def.mistakes.begin(), def.mistakes.end());
   std::set<std::string> seen;
   for (const auto& slot : def.handlers) {

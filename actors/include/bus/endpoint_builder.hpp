@@ -140,6 +140,10 @@ struct endpoint_definition {
   std::optional<retry_budget_settings> retry_budget;
   std::optional<expired_action> expired_messages;
   bool inherit_deadline = false;
+
+  // Issue 21. The outbox and inbox: a store makes each handler's effects
+  // in the database and its sends happen once (bus/message_store.hpp).
+  std::shared_ptr<message_store> store;
 };
 
 class endpoint_builder {
@@ -293,6 +297,19 @@ public:
   // (opt-in): a deadline travels down a chain of messages.
   endpoint_builder& inherit_deadline(bool on = true) {
     def_.inherit_deadline = on;
+    return *this;
+  }
+
+  // Exactly-once effects with the application's database: every attempt
+  // runs inside a transaction of `store` that holds the inbox record of the
+  // message, the handler's own writes (handler_context::transaction) and
+  // its sends; they commit together after the handler returns, the sends
+  // go out after the commit, and a copy of a message handled already is
+  // acknowledged without running the handler. The store's calls block, so
+  // the handlers need a thread per slot (the default handler_threads) and
+  // must be functions, not actors. Several endpoints may share one store.
+  endpoint_builder& outbox(std::shared_ptr<message_store> store) {
+    def_.store = std::move(store);
     return *this;
   }
 

@@ -30,6 +30,8 @@ struct endpoint_stats {
   std::uint64_t probes = 0;              // messages it let through as a half-open breaker's probe
   std::uint64_t retries_denied = 0; // retries the retry budget refused (each took its fallback)
   std::uint64_t expired = 0;        // never run: expired (also counted as discarded or dead-lettered)
+  std::uint64_t duplicates = 0;     // copies of a message handled already, seen by the outbox's
+                                    // inbox: acknowledged without a handler (also counted as handled)
 };
 
 class endpoint_counters {
@@ -53,6 +55,7 @@ public:
   std::atomic<std::uint64_t> probes{0};
   std::atomic<std::uint64_t> retries_denied{0};
   std::atomic<std::uint64_t> expired{0};
+  std::atomic<std::uint64_t> duplicates{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -62,7 +65,7 @@ public:
             in_flight.load(r), pending_redelivery.load(r), rate_limited.load(r),
             rate_limit_episodes.load(r),
             dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
-            probes.load(r), retries_denied.load(r), expired.load(r)};
+            probes.load(r), retries_denied.load(r), expired.load(r), duplicates.load(r)};
   }
 };
 

@@ -160,6 +160,10 @@ std::vector<std::string> harness::log_lines() const {
   return out;
 }
 
+bool harness::logged(const std::string& part) const {
+  return impl_->log_text.str().find(part) != std::string::npos;
+}
+
 endpoint_stats harness::stats(const std::string& endpoint) const {
   auto s = impl_->bus ? impl_->bus->stats(endpoint) : std::nullopt;
   if (!s)

@@ -75,6 +75,8 @@ public:
   [[nodiscard]] std::vector<recorded_event> events_for(const std::string& message_id) const;
   // Log lines written by the bus's loggers, as "[logger] [level] text".
   [[nodiscard]] std::vector<std::string> log_lines() const;
+  // Whether a log line so far contains `part`.
+  [[nodiscard]] bool logged(const std::string& part) const;
 
   [[nodiscard]] endpoint_stats stats(const std::string& endpoint) const;
   [[nodiscard]] std::vector<envelope_ptr> queue(const std::string& name) const;

@@ -1,0 +1,231 @@
+// The outbox and inbox in the runtime (issue 21), on the harness's virtual
+// time with a real SQLite file: a handler's rows and sends commit together,
+// a copy of a handled message never runs its handler, stored sends that
+// did not go out are sent when the message returns, and a failing store is
+// a failed attempt for the policy.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+
+#include "bus/sqlite_store.hpp"
+#include "bus/testing/harness.hpp"
+#include "stores/sqlite_reader.hpp"
+#include "support/sample_messages.hpp"
+#include "support/scratch_directory.hpp"
+
+using namespace std::chrono_literals;
+using bus::event_kind;
+using bus::test::invoice_requested;
+using bus::test::order_placed;
+using bus::test::reader;
+
+namespace {
+
+bus::send_options with_id(std::string id) {
+  bus::send_options o;
+  o.message_id = std::move(id);
+  return o;
+}
+
+// The billing endpoint of the tests: it saves the order in its own table
+// and asks for an invoice, in the attempt's transaction. `fail_first`
+// attempts throw after both.
+struct billing {
+  std::shared_ptr<bus::sqlite_store> store;
+  std::shared_ptr<int> runs = std::make_shared<int>(0);
+  int fail_first = 0;
+
+  bus::message_bus& start(bus::testing::harness& h,
+                          bus::duration retry_delay = 0ms) {
+    auto b = h.builder();
+    b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .add_resilience([=](auto& p) {
+        p.on_any().retry({retry_delay, retry_delay}).jitter(false).then_redeliver({1min}).jitter(false);
+      })
+      .endpoint("billing", [&](bus::endpoint_builder& e) {
+        e.outbox(store).handle<order_placed>(
+          [runs = runs, fail_first = fail_first](const order_placed& m, bus::handler_context& ctx) {
+            auto* db = ctx.transaction<bus::sqlite_transaction>().connection();
+            auto sql = "INSERT INTO orders VALUES ('" + m.order_id + "')";
+            if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+              throw std::runtime_error(sqlite3_errmsg(db));
+            REQUIRE(ctx.send("invoices", invoice_requested{m.order_id, {}}));
+            if (++*runs <= fail_first)
+              throw bus::test::database_down();
+          });
+      });
+    auto& bus = h.start(b);
+    REQUIRE(h.transport().declare_queue("invoices"));
+    return bus;
+  }
+};
+
+// A store on a scratch file, and the handler's own table in it.
+std::shared_ptr<bus::sqlite_store> open_store(const std::string& path) {
+  auto s = bus::sqlite_store::open({path, 20ms});
+  REQUIRE(s);
+  return *s;
+}
+
+// What a process that died right after its commit leaves behind: the
+// inbox record of billing's `message_id` and `rows` as its stored sends.
+void leave_stored(bus::message_store& store, const std::string& message_id,
+                  const std::vector<std::string>& rows) {
+  auto e = store.receive({"billing", message_id}, bus::from_unix_ms(0));
+  REQUIRE(e);
+  REQUIRE(e->transaction->commit(rows));
+}
+
+struct billing_db {
+  bus::test::scratch_directory dir;
+  std::string path = dir.file("billing.db");
+  std::shared_ptr<bus::sqlite_store> store = open_store(path);
+  reader db{path};
+
+  billing_db() { db.exec("CREATE TABLE orders (id TEXT PRIMARY KEY)"); }
+};
+
+} // namespace
+
+TEST_CASE("outbox: a handler's row and its send commit together and the send goes out after") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  auto& bus = billing.start(h);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.run();
+  CHECK(*billing.runs == 1);
+  CHECK(f.db.number("SELECT count(*) FROM orders") == 1);
+  auto invoices = h.queue("invoices");
+  REQUIRE(invoices.size() == 1);
+  CHECK(invoices[0]->correlation_id == "m-1"); // what a handler's send carries over
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox WHERE endpoint = 'billing' AND message_id = "
+                    "'m-1' AND dispatched_at IS NOT NULL")
+        == 1);
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+  CHECK(h.stats("billing").handled == 1);
+}
+
+TEST_CASE("outbox: a copy of a message handled already is acknowledged without its handler") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  auto& bus = billing.start(h);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.run();
+  CHECK(*billing.runs == 1);
+  CHECK(f.db.number("SELECT count(*) FROM orders") == 1);
+  CHECK(h.queue("invoices").size() == 1);
+  auto s = h.stats("billing");
+  CHECK(s.received == 2);
+  CHECK(s.handled == 2);
+  CHECK(s.duplicates == 1);
+  CHECK(s.in_flight == 0);
+  CHECK(h.logged("[bus.outbox] [info] message m-1 was handled by endpoint 'billing' already"));
+}
+
+TEST_CASE("outbox: a failed attempt leaves neither its row nor its send; the retry's commit once") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  billing.fail_first = 2;
+  auto& bus = billing.start(h, 1s);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.run();
+  h.advance(1s); // the first retry fails too: still nothing kept
+  CHECK(*billing.runs == 2);
+  CHECK(f.db.number("SELECT count(*) FROM orders") == 0);
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox") == 0);
+  CHECK(h.queue("invoices").empty());
+  h.advance(1s);
+  CHECK(*billing.runs == 3);
+  CHECK(f.db.number("SELECT count(*) FROM orders") == 1);
+  CHECK(h.queue("invoices").size() == 1);
+  CHECK(h.stats("billing").handled == 1);
+}
+
+TEST_CASE("outbox: sends stored by an attempt that never got them out go out when the message "
+          "returns, without its handler") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  auto& bus = billing.start(h);
+  bus::message_registry registry;
+  REQUIRE(registry.add<invoice_requested>("invoice_requested"));
+  bus::outgoing_message stored{"invoices", {}, {}};
+  stored.message.message_id = "invoice-of-m-1";
+  stored.message.message_type = "invoice_requested";
+  stored.message.body = *registry.make_body(invoice_requested{"o-1", {"line"}});
+  leave_stored(*f.store, "m-1", {*bus::encode_outgoing(stored)});
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.run();
+  CHECK(*billing.runs == 0);
+  auto invoices = h.queue("invoices");
+  REQUIRE(invoices.size() == 1);
+  CHECK(invoices[0]->message_id == "invoice-of-m-1");
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NOT NULL") == 1);
+  CHECK(h.stats("billing").handled == 1);
+  // And once marked, a further copy is a plain duplicate.
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.run();
+  CHECK(h.queue("invoices").size() == 1);
+  CHECK(h.stats("billing").duplicates == 1);
+}
+
+TEST_CASE("outbox: a stored send that no longer reads moves its message to the error queue with "
+          "the reason") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  auto& bus = billing.start(h);
+  leave_stored(*f.store, "m-1", {"{\"v\":1,\"queue\":"});
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.run();
+  CHECK(*billing.runs == 0);
+  CHECK(h.queue("invoices").empty());
+  auto errors = h.error_queue("billing");
+  REQUIRE(errors.size() == 1);
+  auto why = errors[0]->headers.find("bus-fault-message");
+  REQUIRE(why);
+  CHECK_THAT(std::string(*why), Catch::Contains("stored outgoing message 1 of 1 cannot be read"));
+  // The row stays for an operator to look at.
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 1);
+}
+
+TEST_CASE("outbox: a store that fails is a failed attempt for the policy, and the message is "
+          "handled once it is back") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  auto& bus = billing.start(h);
+  f.db.exec("BEGIN IMMEDIATE"); // another writer holds the file past the busy timeout
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  h.advance(1ms); // three attempts fail in the store; a redelivery is scheduled
+  CHECK(*billing.runs == 0);
+  auto failed = h.events_of(event_kind::failed);
+  REQUIRE(failed.size() == 3);
+  CHECK(failed[0].exception_type == "bus::store_error");
+  CHECK_THAT(failed[0].detail, Catch::Contains("sqlite") && Catch::Contains("locked"));
+  CHECK(h.stats("billing").pending_redelivery == 1);
+  f.db.exec("ROLLBACK");
+  h.advance(1min);
+  CHECK(*billing.runs == 1);
+  CHECK(h.queue("invoices").size() == 1);
+  CHECK(h.stats("billing").handled == 1);
+}
+
+TEST_CASE("outbox: an endpoint whose handlers run on CAF's workers cannot have one") {
+  billing_db f;
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.outbox(f.store)
+      .handler_threads(bus::handler_threads::caf_workers)
+      .handle<order_placed>([](const order_placed&) {});
+  });
+  CHECK_THROWS_WITH(h.start(b), Catch::Contains("endpoint 'billing'")
+                                  && Catch::Contains("outbox's database calls block"));
+}
