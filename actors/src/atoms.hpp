@@ -35,6 +35,7 @@ using held_atom = caf::atom_constant<caf::atom("held")>;         // transport ->
 using returned_atom = caf::atom_constant<caf::atom("returned")>; // transport -> scheduler
 using dependency_atom = caf::atom_constant<caf::atom("dependency")>; // gate -> endpoint, endpoint -> itself
 using probe_atom = caf::atom_constant<caf::atom("probe")>;       // endpoint -> consumer
+using clean_atom = caf::atom_constant<caf::atom("clean")>;       // inbox cleaner -> itself
 
 // The category of the errors the scheduler refuses a message with: the
 // code is refusal_code() of the transport's bus::errc, the context its

@@ -4,6 +4,7 @@
 
 #include "atoms.hpp"
 #include "circuit_breaker_actor.hpp"
+#include "inbox_cleaner_actor.hpp"
 #include "consumer_actor.hpp"
 #include "delivery_steps.hpp"
 #include "dependency_pause.hpp"
@@ -88,6 +89,8 @@ void stop_helpers(endpoint* self) {
   stop_helper(self, st.scheduler);
   if (st.breaker)
     stop_helper(self, st.breaker);
+  if (st.cleaner)
+    stop_helper(self, st.cleaner);
 }
 
 // Nothing is in flight any more: the consumers go, and once the last is
@@ -179,6 +182,13 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   if (st.rt->definition().rate_limit.consecutive_failures > 0) {
     st.limiter.emplace(st.rt->definition().rate_limit);
     spawn_breaker(self);
+  }
+  if (st.rt->definition().store) {
+    // Its store's calls block: a thread of its own, as a consumer's.
+    if (st.rt->config().deterministic)
+      st.cleaner = self->spawn(inbox_cleaner_actor, st.rt);
+    else
+      st.cleaner = self->spawn<caf::detached>(inbox_cleaner_actor, st.rt);
   }
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);

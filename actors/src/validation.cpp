@@ -32,6 +32,10 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
   if (def.rate_limit.wait_between_attempts.count() < 0)
     out.push_back(where + "the rate limit's wait between attempts must not be negative");
   if (def.store) {
+    const auto& o = def.outbox;
+    if (o.retention.count() <= 0 || o.cleanup_interval.count() <= 0 || o.cleanup_batch == 0)
+      out.push_back(where + "the outbox's retention, cleanup interval and cleanup batch must be "
+                            "positive");
     if (def.threads == handler_threads::caf_workers)
       out.push_back(where + "its outbox's database calls block, so its handlers need a thread per "
                             "slot: drop handler_threads(caf_workers)");
@@ -88,6 +92,19 @@ std::vector<std::string> resolve_recoverability(endpoint_definition& def,
       continue;
     }
     slot.recoverability = std::make_shared<const recoverability_config>(std::move(*config));
+    if (def.store && def.outbox.retention.count() > 0) {
+      auto longest = longest_retry_time(*slot.recoverability);
+      if (longest > def.outbox.retention) {
+        auto type = registry.find(slot.cpp_type);
+        out.push_back("endpoint '" + def.name + "': its outbox keeps inbox records for "
+                      + to_hms(def.outbox.retention) + ", but the handler of '"
+                      + (type ? type->name : std::string(slot.cpp_type.name()))
+                      + "' may retry a message for " + to_hms(longest)
+                      + " after its first failure; keep them at least that long "
+                        "(outbox_options::retention) or retry for less (max_retry_time, "
+                        "max_time)");
+      }
+    }
   }
   return out;
 }

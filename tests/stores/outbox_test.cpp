@@ -229,3 +229,55 @@ TEST_CASE("outbox: an endpoint whose handlers run on CAF's workers cannot have o
   CHECK_THROWS_WITH(h.start(b), Catch::Contains("endpoint 'billing'")
                                   && Catch::Contains("outbox's database calls block"));
 }
+
+TEST_CASE("outbox: inbox records go after their retention, batch by batch, and a copy arriving "
+          "later runs its handler again") {
+  billing_db f;
+  bus::testing::harness h;
+  auto runs = std::make_shared<int>(0);
+  auto b = h.builder();
+  bus::outbox_options options;
+  options.retention = 25h; // the default policies retry for 24 h at most
+  options.cleanup_interval = 1h;
+  options.cleanup_batch = 2;
+  b.message<order_placed>("order_placed").endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.outbox(f.store, options).handle<order_placed>([runs](const order_placed&) { ++*runs; });
+  });
+  auto& bus = h.start(b);
+  for (const auto* id : {"m-1", "m-2", "m-3"})
+    REQUIRE(bus.send("billing", order_placed{"o", 1}, with_id(id)));
+  h.run();
+  h.advance(24h); // hourly cleanups so far: nothing is 25 h old yet
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox") == 3);
+  REQUIRE(bus.send("billing", order_placed{"o", 1}, with_id("m-4")));
+  h.run();
+  h.advance(2h); // 26 h: m-1..3 are past 25 h, m-4 is not
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox") == 1);
+  auto s = h.stats("billing");
+  CHECK(s.inbox_records_cleaned == 3);
+  CHECK(s.inbox_cleanups == 26); // one an hour; the last took two batches
+  CHECK(h.logged("deleted 3 inbox record(s) of endpoint 'billing'"));
+  // What NServiceBus documents too: past retention a copy is a new message.
+  REQUIRE(bus.send("billing", order_placed{"o", 1}, with_id("m-1")));
+  REQUIRE(bus.send("billing", order_placed{"o", 1}, with_id("m-4")));
+  h.run();
+  CHECK(*runs == 5);
+  CHECK(h.stats("billing").duplicates == 1);
+}
+
+TEST_CASE("outbox: a retention shorter than a handler's longest retry is refused at build, naming "
+          "both") {
+  billing_db f;
+  bus::testing::harness h;
+  auto b = h.builder();
+  bus::outbox_options options;
+  options.retention = 1h;
+  b.message<order_placed>("order_placed").endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.outbox(f.store, options).handle<order_placed>([](const order_placed&) {});
+  });
+  CHECK_THROWS_WITH(h.start(b), Catch::Contains("its outbox keeps inbox records for "
+                                                + bus::to_hms(1h))
+                                  && Catch::Contains("handler of 'order_placed' may retry a "
+                                                     "message for "
+                                                     + bus::to_hms(24h)));
+}

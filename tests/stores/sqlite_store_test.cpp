@@ -191,3 +191,43 @@ TEST_CASE("sqlite: a file that cannot be a store is refused when the store opens
     CHECK(store.error().code == bus::errc::invalid_configuration);
   }
 }
+
+TEST_CASE("sqlite: a cleanup deletes an endpoint's records dispatched before the cut, a batch at a "
+          "time, and never a record whose sends are not out") {
+  bus::test::scratch_directory dir;
+  auto path = dir.file("bus.db");
+  auto store = open_store(path);
+  auto handle = [&](const std::string& endpoint, const std::string& id, bus::time_point at,
+                    bool dispatched) {
+    auto e = store->receive({endpoint, id}, at);
+    REQUIRE(e);
+    REQUIRE(e->transaction->commit({"a send"}));
+    if (dispatched)
+      REQUIRE(store->mark_dispatched({endpoint, id}, at));
+  };
+  for (int i = 0; i < 5; ++i)
+    handle("billing", "old-" + std::to_string(i), now, true);
+  handle("billing", "waiting", now, false);  // old, but its send never went out
+  handle("billing", "recent", now + 2h, true);
+  handle("shipping", "old", now, true);      // another endpoint's
+
+  auto cut = now + 1h;
+  std::vector<std::size_t> batches;
+  for (;;) {
+    auto cleaned = store->clean("billing", cut, 2);
+    REQUIRE(cleaned);
+    batches.push_back(*cleaned);
+    if (*cleaned < 2)
+      break;
+  }
+  CHECK(batches == std::vector<std::size_t>{2, 2, 1});
+  reader r(path);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE endpoint = 'billing'") == 2);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE message_id = 'waiting'") == 1);
+  CHECK(r.number("SELECT count(*) FROM bus_outbox WHERE message_id = 'waiting'") == 1);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE endpoint = 'shipping'") == 1);
+  // A cleaned message is new again.
+  auto again = store->receive({"billing", "old-0"}, now + 3h);
+  REQUIRE(again);
+  CHECK(again->state == inbox_state::first);
+}

@@ -82,6 +82,22 @@ struct is_shared_ptr<std::shared_ptr<P>> : std::true_type {};
 
 } // namespace detail
 
+// How an endpoint's outbox keeps the inbox records of handled messages
+// (issue 21). A copy of a message that arrives after its record was
+// cleaned up is a new message: its handler runs again.
+struct outbox_options {
+  // How long a record is kept after the message's sends went out. At
+  // least the longest retry time of the endpoint's policies
+  // (bus::longest_retry_time: max_retry_time, 24 h by default), or the
+  // bus refuses to build: a retry must never outlive its record.
+  duration retention = std::chrono::hours(24 * 7);
+  // How often the endpoint's cleaner looks for records past retention.
+  duration cleanup_interval = std::chrono::minutes(1);
+  // Records deleted per transaction: a cleanup of many runs batch by
+  // batch, so deliveries on the same database never wait behind it.
+  std::size_t cleanup_batch = 1000;
+};
+
 // Which threads run an endpoint's handlers.
 enum class handler_threads {
   // Each slot's consumer actor has a thread of its own (a detached actor):
@@ -144,6 +160,7 @@ struct endpoint_definition {
   // Issue 21. The outbox and inbox: a store makes each handler's effects
   // in the database and its sends happen once (bus/message_store.hpp).
   std::shared_ptr<message_store> store;
+  outbox_options outbox;
 };
 
 class endpoint_builder {
@@ -308,8 +325,10 @@ public:
   // acknowledged without running the handler. The store's calls block, so
   // the handlers need a thread per slot (the default handler_threads) and
   // must be functions, not actors. Several endpoints may share one store.
-  endpoint_builder& outbox(std::shared_ptr<message_store> store) {
+  // The endpoint's inbox records are cleaned up after `options.retention`.
+  endpoint_builder& outbox(std::shared_ptr<message_store> store, outbox_options options = {}) {
     def_.store = std::move(store);
+    def_.outbox = options;
     return *this;
   }
 

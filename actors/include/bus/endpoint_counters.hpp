@@ -32,6 +32,8 @@ struct endpoint_stats {
   std::uint64_t expired = 0;        // never run: expired (also counted as discarded or dead-lettered)
   std::uint64_t duplicates = 0;     // copies of a message handled already, seen by the outbox's
                                     // inbox: acknowledged without a handler (also counted as handled)
+  std::uint64_t inbox_cleanups = 0;        // cleanups of the outbox's inbox records that ran through
+  std::uint64_t inbox_records_cleaned = 0; // inbox records they deleted (past retention)
 };
 
 class endpoint_counters {
@@ -56,6 +58,8 @@ public:
   std::atomic<std::uint64_t> retries_denied{0};
   std::atomic<std::uint64_t> expired{0};
   std::atomic<std::uint64_t> duplicates{0};
+  std::atomic<std::uint64_t> inbox_cleanups{0};
+  std::atomic<std::uint64_t> inbox_records_cleaned{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -65,7 +69,8 @@ public:
             in_flight.load(r), pending_redelivery.load(r), rate_limited.load(r),
             rate_limit_episodes.load(r),
             dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
-            probes.load(r), retries_denied.load(r), expired.load(r), duplicates.load(r)};
+            probes.load(r), retries_denied.load(r), expired.load(r), duplicates.load(r),
+            inbox_cleanups.load(r), inbox_records_cleaned.load(r)};
   }
 };
 

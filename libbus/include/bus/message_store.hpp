@@ -19,6 +19,7 @@
 // transport delivers it again, and step 1 finds where it stopped.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -92,6 +93,15 @@ public:
   // deleted, its inbox record stays (for deduplication) until cleanup.
   // Idempotent. May block.
   virtual result<void> mark_dispatched(const inbox_key& key, time_point now) = 0;
+
+  // Deletes at most `batch` inbox records of `endpoint` whose sends went
+  // out before `dispatched_before`, in one short transaction, and returns
+  // how many it deleted: the runtime's cleaner calls it again while it
+  // deletes a whole batch, so that deliveries interleave with a large
+  // cleanup instead of waiting behind it. Records still waiting for their
+  // sends are never deleted. May block.
+  virtual result<std::size_t> clean(const std::string& endpoint, time_point dispatched_before,
+                                    std::size_t batch) = 0;
 };
 
 } // namespace bus

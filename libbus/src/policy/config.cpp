@@ -1,5 +1,6 @@
 #include "bus/policy/config.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "bus/policy/validate.hpp"
@@ -37,6 +38,14 @@ result<recoverability_config> make_recoverability_config(const recoverability_sc
   }
   auto resolved = scopes.resolve();
   return recoverability_config{std::move(resolved.rules), resolved.scope, std::move(options)};
+}
+
+duration longest_retry_time(const recoverability_config& config) noexcept {
+  auto longest = config.options.max_retry_time;
+  for (const auto& r : config.rules.rules())
+    if (r.max_time)
+      longest = std::max(longest, *r.max_time);
+  return longest;
 }
 
 } // namespace bus

@@ -18,6 +18,8 @@ CREATE TABLE IF NOT EXISTS bus_inbox (
   dispatched_at INTEGER,          -- Unix ms; NULL while stored sends are not all out
   PRIMARY KEY (endpoint, message_id)
 ) WITHOUT ROWID;
+-- The cleaner's way to the oldest dispatched records of an endpoint.
+CREATE INDEX IF NOT EXISTS bus_inbox_dispatched ON bus_inbox (endpoint, dispatched_at);
 CREATE TABLE IF NOT EXISTS bus_outbox (
   endpoint   TEXT    NOT NULL,
   message_id TEXT    NOT NULL,
@@ -115,7 +117,11 @@ result<std::unique_ptr<sqlite_connection>> sqlite_pool::take() {
             && prepare(c->forget_inbox,
                        "DELETE FROM bus_inbox WHERE endpoint = ?1 AND message_id = ?2 AND "
                        "dispatched_at IS NULL AND NOT EXISTS (SELECT 1 FROM bus_outbox WHERE "
-                       "endpoint = ?1 AND message_id = ?2)");
+                       "endpoint = ?1 AND message_id = ?2)")
+            && prepare(c->clean_inbox,
+                       "DELETE FROM bus_inbox WHERE endpoint = ?1 AND message_id IN (SELECT "
+                       "message_id FROM bus_inbox WHERE endpoint = ?1 AND dispatched_at < ?2 "
+                       "LIMIT ?3)");
   if (!ok)
     return failure(c->db, "cannot prepare the bus's statements");
   return c;

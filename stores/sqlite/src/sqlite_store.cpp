@@ -158,4 +158,20 @@ result<void> sqlite_store::mark_dispatched(const inbox_key& key, time_point now)
   return {};
 }
 
+result<std::size_t> sqlite_store::clean(const std::string& endpoint, time_point dispatched_before,
+                                        std::size_t batch) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  // One statement is one short transaction of its own: the write lock is
+  // held for a batch, never for the whole cleanup.
+  if (run(c.clean_inbox, {endpoint},
+          {to_unix_ms(dispatched_before), static_cast<long long>(batch)})
+      != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot delete old inbox records");
+  return static_cast<std::size_t>(sqlite3_changes(c.db));
+}
+
 } // namespace bus

@@ -203,3 +203,32 @@ TEST_CASE("sensible configurations pass validation") {
   for (const auto& configure : table)
     CHECK(bus::validate(rules_of(configure)));
 }
+
+TEST_CASE("the longest retry time of a configuration is its max retry time or a rule's longer "
+          "max_time") {
+  struct row {
+    const char* what;
+    configure_fn configure;
+    bus::duration max_retry_time;
+    bus::duration longest;
+  };
+  std::vector<row> rows{
+    {"the default", [](auto& p) { p.on_any().retry(3); }, bus::default_max_retry_time,
+     bus::default_max_retry_time},
+    {"a shorter bus limit", [](auto& p) { p.on_any().retry(3); }, 1h, 1h},
+    {"a rule's longer max_time",
+     [](bus::policy_builder& p) {
+       p.on<std::runtime_error>().max_time(48h).retry(3);
+       p.on_any().retry(3);
+     },
+     2h, 48h},
+    {"a rule's shorter max_time leaves the bus's", [](auto& p) { p.on_any().max_time(1min).retry(3); },
+     2h, 2h},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.what);
+    bus::recoverability_options options;
+    options.max_retry_time = r.max_retry_time;
+    CHECK(bus::longest_retry_time(config_of(r.configure, options)) == r.longest);
+  }
+}

@@ -100,4 +100,12 @@ struct recoverability_config {
 make_recoverability_config(const recoverability_scopes& scopes,
                            recoverability_options options = {});
 
+// How long after its first failure a message may still be retried under
+// `config`: its max_retry_time, or the longest max_time of a rule. decide()
+// schedules no retry past that limit, so an outbox's inbox that remembers
+// handled messages at least this long sees every retry of them (issue 21).
+// A custom policy's own limits are beyond the bus's sight: it counts as
+// max_retry_time.
+[[nodiscard]] duration longest_retry_time(const recoverability_config& config) noexcept;
+
 } // namespace bus

@@ -73,6 +73,8 @@ public:
   [[nodiscard]] std::string_view name() const noexcept override { return "sqlite"; }
   result<inbox_entry> receive(const inbox_key& key, time_point now) override;
   result<void> mark_dispatched(const inbox_key& key, time_point now) override;
+  result<std::size_t> clean(const std::string& endpoint, time_point dispatched_before,
+                            std::size_t batch) override;
 
 private:
   std::shared_ptr<detail::sqlite_pool> pool_;
