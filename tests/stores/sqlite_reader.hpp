@@ -11,7 +11,10 @@ namespace bus::test {
 
 struct reader {
   sqlite3* db = nullptr;
-  explicit reader(const std::string& path) { REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK); }
+  explicit reader(const std::string& path) {
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000); // a process beside it may be writing
+  }
   ~reader() { sqlite3_close(db); }
   reader(const reader&) = delete;
   reader& operator=(const reader&) = delete;

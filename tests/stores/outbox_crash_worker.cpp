@@ -1,0 +1,215 @@
+// The worker process of the outbox crash matrix (outbox_crash_test.cpp):
+// two endpoints on the broker with an outbox on one SQLite file. ENDPOINT
+// records each order in its own table `effects` and sends it on to
+// ENDPOINT.next, whose handler records it in `next_effects`: the receiver
+// with an inbox of its own.
+//
+//   BUS_RABBITMQ_URL=amqp://... outbox_crash_worker ENDPOINT TYPE DB [STEP N]
+//
+// With STEP, the process kills itself with SIGKILL the Nth time ENDPOINT's
+// delivery reaches STEP: after_commit (the commit returned, nothing sent),
+// after_dispatch (every send went out, not yet marked), after_mark (marked,
+// not yet acknowledged). It prints "ready" once it consumes and runs until
+// SIGTERM, then stops the bus and prints each endpoint's counters.
+#include <atomic>
+#include <csignal>
+#include <functional>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "bus/bus.hpp"
+#include "bus/rabbitmq_transport.hpp"
+#include "bus/sqlite_store.hpp"
+
+namespace {
+
+struct order {
+  std::string id;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(order, id)
+
+// A transaction that calls `committed` after a commit that stored sends.
+// The handler writes through the SQLite connection it wraps.
+class crashing_transaction : public bus::store_transaction {
+public:
+  crashing_transaction(std::unique_ptr<bus::store_transaction> inner, std::function<void()> committed)
+    : inner_(std::move(inner)), committed_(std::move(committed)) {}
+  bus::result<void> commit(const std::vector<std::string>& outgoing) override {
+    auto done = inner_->commit(outgoing);
+    if (done && !outgoing.empty())
+      committed_();
+    return done;
+  }
+  void rollback() noexcept override { inner_->rollback(); }
+  [[nodiscard]] sqlite3* connection() const {
+    return dynamic_cast<bus::sqlite_transaction&>(*inner_).connection();
+  }
+
+private:
+  std::unique_ptr<bus::store_transaction> inner_;
+  std::function<void()> committed_;
+};
+
+// The store of ENDPOINT, killing the process at the chosen step: a real
+// kill -9 at an exact point of the delivery, no hook in the bus itself.
+class crashing_store : public bus::message_store {
+public:
+  crashing_store(std::shared_ptr<bus::message_store> inner, std::string step, int n)
+    : inner_(std::move(inner)), step_(std::move(step)), left_(n) {}
+
+  std::string_view name() const noexcept override { return inner_->name(); }
+
+  bus::result<bus::inbox_entry> receive(const bus::inbox_key& key, bus::time_point now) override {
+    auto entry = inner_->receive(key, now);
+    if (entry && entry->transaction)
+      entry->transaction = std::make_unique<crashing_transaction>(
+        std::move(entry->transaction), [this] { reached("after_commit"); });
+    return entry;
+  }
+
+  bus::result<void> mark_dispatched(const bus::inbox_key& key, bus::time_point now) override {
+    reached("after_dispatch");
+    auto marked = inner_->mark_dispatched(key, now);
+    if (marked)
+      reached("after_mark");
+    return marked;
+  }
+
+  bus::result<std::size_t> clean(const std::string& endpoint, bus::time_point before,
+                                 std::size_t batch) override {
+    return inner_->clean(endpoint, before, batch);
+  }
+
+private:
+  void reached(const char* step) {
+    if (step_ == step && --left_ == 0)
+      std::raise(SIGKILL);
+  }
+
+  std::shared_ptr<bus::message_store> inner_;
+  std::string step_;
+  std::atomic<int> left_;
+};
+
+// The attempt's connection, whichever store ENDPOINT has.
+sqlite3* connection_of(bus::handler_context& ctx) {
+  if (auto* t = dynamic_cast<crashing_transaction*>(&ctx.transaction<bus::store_transaction>()))
+    return t->connection();
+  return ctx.transaction<bus::sqlite_transaction>().connection();
+}
+
+void record(sqlite3* db, const char* table, const std::string& id) {
+  auto sql = std::string("INSERT INTO ") + table + " (order_id) VALUES ('" + id + "')";
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string why = error ? error : "unknown";
+    sqlite3_free(error);
+    throw std::runtime_error("cannot record order " + id + ": " + why);
+  }
+}
+
+std::string counters(const bus::endpoint_stats& s) {
+  return "received=" + std::to_string(s.received) + " handled=" + std::to_string(s.handled)
+         + " duplicates=" + std::to_string(s.duplicates) + " requeued=" + std::to_string(s.requeued)
+         + " failed_attempts=" + std::to_string(s.failed_attempts);
+}
+
+int run(const std::string& endpoint, const std::string& type, const std::string& db_path,
+        const std::string& step, int n) {
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(db_path.c_str(), &db);
+    sqlite3_exec(db,
+                 "CREATE TABLE IF NOT EXISTS effects (order_id TEXT NOT NULL);"
+                 "CREATE TABLE IF NOT EXISTS next_effects (order_id TEXT NOT NULL);",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto opened = bus::sqlite_store::open({db_path});
+  if (!opened) {
+    std::fprintf(stderr, "outbox worker: %s\n", to_string(opened.error()).c_str());
+    return 2;
+  }
+  std::shared_ptr<bus::message_store> store = *opened;
+  std::shared_ptr<bus::message_store> upstream_store =
+    step.empty() ? store : std::make_shared<crashing_store>(store, step, n);
+
+  auto settings = bus::rabbitmq_settings_from_env();
+  if (!settings) {
+    std::fprintf(stderr, "outbox worker: %s\n", to_string(settings.error()).c_str());
+    return 2;
+  }
+  settings->connection_name = "outbox worker " + std::to_string(::getpid());
+  auto transport = bus::rabbitmq_transport::connect(*settings);
+  if (!transport) {
+    std::fprintf(stderr, "outbox worker: %s\n", to_string(transport.error()).c_str());
+    return 1;
+  }
+  const auto next = endpoint + ".next";
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  b.name("outbox-worker").transport(*transport).message<order>(type);
+  b.endpoint(endpoint, [&](bus::endpoint_builder& e) {
+    e.slots(4).outbox(upstream_store).handle<order>([next](const order& m, bus::handler_context& ctx) {
+      record(connection_of(ctx), "effects", m.id);
+      if (auto sent = ctx.send(next, order{m.id}); !sent)
+        throw std::runtime_error(to_string(sent.error()));
+    });
+  });
+  b.endpoint(next, [&](bus::endpoint_builder& e) {
+    e.slots(4).outbox(store).handle<order>([](const order& m, bus::handler_context& ctx) {
+      record(ctx.transaction<bus::sqlite_transaction>().connection(), "next_effects", m.id);
+    });
+  });
+  auto built = b.build();
+  if (!built) {
+    std::fprintf(stderr, "outbox worker: %s\n", built.error().message.c_str());
+    return 2;
+  }
+  auto& bus = **built;
+  if (auto started = bus.start(); !started) {
+    std::fprintf(stderr, "outbox worker: %s\n", to_string(started.error()).c_str());
+    return 1;
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  bus.stop();
+  std::printf("%s: %s\n%s: %s\n", endpoint.c_str(), counters(*bus.stats(endpoint)).c_str(),
+              next.c_str(), counters(*bus.stats(next)).c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4 && argc != 6) {
+    std::fprintf(stderr, "usage: outbox_crash_worker ENDPOINT TYPE DB [STEP N] (BUS_RABBITMQ_URL "
+                         "names the broker)\n");
+    return 2;
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  try {
+    return run(argv[1], argv[2], argv[3], argc == 6 ? argv[4] : "",
+               argc == 6 ? std::atoi(argv[5]) : 0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "outbox worker: %s\n", e.what());
+    return 1;
+  }
+}
