@@ -100,6 +100,13 @@ struct exporter::families {
                                 "Times the endpoint paused for a dependency breaker")),
       held_back(counter(r, "bus_messages_held_back_total",
                         "Deliveries given back unharmed while a dependency was down")),
+      duplicates(counter(r, "bus_inbox_duplicates_total",
+                         "Copies of a message handled already, acknowledged by the outbox's "
+                         "inbox without their handler")),
+      inbox_cleanups(counter(r, "bus_inbox_cleanups_total",
+                             "Cleanups of the outbox's inbox records that ran through")),
+      inbox_cleaned(counter(r, "bus_inbox_records_cleaned_total",
+                            "Inbox records deleted after their retention")),
       probes(counter(r, "bus_dependency_probes_total",
                      "Messages let through as a half-open dependency breaker's probe")),
       rate_limit_transitions(counter(r, "bus_rate_limit_transitions_total",
@@ -142,6 +149,9 @@ struct exporter::families {
   Family<Counter>& expired;
   Family<Counter>& dependency_pauses;
   Family<Counter>& held_back;
+  Family<Counter>& duplicates;
+  Family<Counter>& inbox_cleanups;
+  Family<Counter>& inbox_cleaned;
   Family<Counter>& probes;
   Family<Counter>& rate_limit_transitions;
   Family<Counter>& reconnects;
@@ -181,6 +191,9 @@ struct exporter::endpoint_series {
     expired = link(f.expired);
     dependency_pauses = link(f.dependency_pauses);
     held_back = link(f.held_back);
+    duplicates = link(f.duplicates);
+    inbox_cleanups = link(f.inbox_cleanups);
+    inbox_cleaned = link(f.inbox_cleaned);
     probes = link(f.probes);
     to_limited = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "limited"}})};
     to_full = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "full"}})};
@@ -223,6 +236,9 @@ struct exporter::endpoint_series {
     expired.push(s.expired);
     dependency_pauses.push(s.dependency_pauses);
     held_back.push(s.held_back);
+    duplicates.push(s.duplicates);
+    inbox_cleanups.push(s.inbox_cleanups);
+    inbox_cleaned.push(s.inbox_records_cleaned);
     probes.push(s.probes);
     to_limited.push(s.rate_limit_episodes);
     // Every episode but a current one has ended.
@@ -247,8 +263,8 @@ struct exporter::endpoint_series {
   std::shared_ptr<const endpoint_status> status; // keeps the key of endpoints_ alive
   std::shared_ptr<const endpoint_instruments> instruments;
   counter_link received, handled, failed, immediate_retries, redeliveries, dead_lettered,
-    discarded, skipped, requeued, retries_denied, expired, dependency_pauses, held_back, probes,
-    to_limited, to_full;
+    discarded, skipped, requeued, retries_denied, expired, dependency_pauses, held_back, duplicates,
+    inbox_cleanups, inbox_cleaned, probes, to_limited, to_full;
   Gauge* in_flight = nullptr;
   Gauge* busy_slots = nullptr;
   Gauge* slots = nullptr;
