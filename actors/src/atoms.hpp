@@ -36,6 +36,8 @@ using returned_atom = caf::atom_constant<caf::atom("returned")>; // transport ->
 using dependency_atom = caf::atom_constant<caf::atom("dependency")>; // gate -> endpoint, endpoint -> itself
 using probe_atom = caf::atom_constant<caf::atom("probe")>;       // endpoint -> consumer
 using clean_atom = caf::atom_constant<caf::atom("clean")>;       // inbox cleaner -> itself
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;       // outbox sweeper -> itself
+using swept_atom = caf::atom_constant<caf::atom("swept")>;       // transport -> outbox sweeper
 
 // The category of the errors the scheduler refuses a message with: the
 // code is refusal_code() of the transport's bus::errc, the context its

@@ -466,16 +466,6 @@ void skip_message(consumer* self) {
                             to_self(self, ending_step::skipped_queue));
 }
 
-// A deferred message of the outbox (ctx.defer): to the bus's scheduled
-// sends, else to the transport's own delayed delivery.
-static void send_later(const endpoint_runtime& rt, outgoing_message out, completion done) {
-  if (rt.config().send_later)
-    rt.config().send_later(out.queue, std::move(out.message), out.delay, std::move(done));
-  else
-    rt.transport().async_send_delayed(out.queue, std::move(out.message), out.delay,
-                                      std::move(done));
-}
-
 void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
   auto& cur = current(self);
   if (outbox.empty()) {
@@ -483,17 +473,8 @@ void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
     return;
   }
   cur.outbox_left = outbox.size();
-  auto& transport = runtime(self).transport();
-  for (auto& out : outbox) {
-    if (out.delay > duration::zero()) {
-      send_later(runtime(self), std::move(out), to_self(self, ending_step::outbox));
-      continue;
-    }
-    if (out.queue.empty())
-      transport.async_publish(std::move(out.message), to_self(self, ending_step::outbox));
-    else
-      transport.async_send(out.queue, std::move(out.message), to_self(self, ending_step::outbox));
-  }
+  for (auto& out : outbox)
+    send_outgoing(runtime(self), std::move(out), to_self(self, ending_step::outbox));
 }
 
 void on_sent(consumer* self, ending_step step, result<void> sent) {

@@ -72,6 +72,20 @@ std::optional<outgoing_message> fault_event(const endpoint_runtime& rt, const en
   return outgoing_message{address, std::move(event)};
 }
 
+void send_outgoing(const endpoint_runtime& rt, outgoing_message out, completion done) {
+  auto& transport = rt.transport();
+  if (out.delay > duration::zero()) {
+    if (rt.config().send_later)
+      rt.config().send_later(out.queue, std::move(out.message), out.delay, std::move(done));
+    else
+      transport.async_send_delayed(out.queue, std::move(out.message), out.delay, std::move(done));
+  } else if (out.queue.empty()) {
+    transport.async_publish(std::move(out.message), std::move(done));
+  } else {
+    transport.async_send(out.queue, std::move(out.message), std::move(done));
+  }
+}
+
 void settle(const endpoint_runtime& rt, const delivery& d, outcome result) {
   auto& c = rt.counters();
   auto relaxed = std::memory_order_relaxed;

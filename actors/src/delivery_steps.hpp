@@ -47,6 +47,12 @@ namespace bus::detail {
                                                           const message_body& body,
                                                           const fault_details& fault);
 
+// Sends one message of an outbox through the transport's asynchronous
+// calls: published when its queue is empty, and a deferred one (ctx.defer)
+// handed to the bus's scheduled sends, else the transport's own delayed
+// delivery. `done` is called once, as the transport's completions are.
+void send_outgoing(const endpoint_runtime& rt, outgoing_message out, completion done);
+
 // Tells the transport what became of a delivery (ack, or back to its queue
 // for requeue) and counts it. The one place a delivery is settled: by its
 // consumer as it ends it, by the endpoint for what no consumer ends (a stop).

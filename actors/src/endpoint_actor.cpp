@@ -5,6 +5,7 @@
 #include "atoms.hpp"
 #include "circuit_breaker_actor.hpp"
 #include "inbox_cleaner_actor.hpp"
+#include "outbox_sweeper_actor.hpp"
 #include "consumer_actor.hpp"
 #include "delivery_steps.hpp"
 #include "dependency_pause.hpp"
@@ -91,6 +92,8 @@ void stop_helpers(endpoint* self) {
     stop_helper(self, st.breaker);
   if (st.cleaner)
     stop_helper(self, st.cleaner);
+  if (st.sweeper)
+    stop_helper(self, st.sweeper);
 }
 
 // Nothing is in flight any more: the consumers go, and once the last is
@@ -184,11 +187,14 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
     spawn_breaker(self);
   }
   if (st.rt->definition().store) {
-    // Its store's calls block: a thread of its own, as a consumer's.
-    if (st.rt->config().deterministic)
+    // Their store's calls block: threads of their own, as a consumer's.
+    if (st.rt->config().deterministic) {
       st.cleaner = self->spawn(inbox_cleaner_actor, st.rt);
-    else
+      st.sweeper = self->spawn(outbox_sweeper_actor, st.rt);
+    } else {
       st.cleaner = self->spawn<caf::detached>(inbox_cleaner_actor, st.rt);
+      st.sweeper = self->spawn<caf::detached>(outbox_sweeper_actor, st.rt);
+    }
   }
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);

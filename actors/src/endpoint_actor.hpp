@@ -37,6 +37,7 @@ struct endpoint_state {
   caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
   caf::actor breaker;           // the circuit breaker; null when rate limiting is off
   caf::actor cleaner;           // the outbox's inbox cleaner; null without an outbox
+  caf::actor sweeper;           // the outbox's sweeper; null without an outbox
   std::optional<rate_limiter> limiter; // counts attempts in order; empty when off
   bool limited = false;         // rate limited: one message at a time
   bool pausing = false;         // rate limited and waiting after a failed attempt

@@ -33,9 +33,10 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     out.push_back(where + "the rate limit's wait between attempts must not be negative");
   if (def.store) {
     const auto& o = def.outbox;
-    if (o.retention.count() <= 0 || o.cleanup_interval.count() <= 0 || o.cleanup_batch == 0)
-      out.push_back(where + "the outbox's retention, cleanup interval and cleanup batch must be "
-                            "positive");
+    if (o.retention.count() <= 0 || o.cleanup_interval.count() <= 0 || o.cleanup_batch == 0
+        || o.sweep_interval.count() <= 0 || o.sweep_batch == 0)
+      out.push_back(where + "the outbox's retention, cleanup and sweep intervals and batches must "
+                            "be positive");
     if (def.threads == handler_threads::caf_workers)
       out.push_back(where + "its outbox's database calls block, so its handlers need a thread per "
                             "slot: drop handler_threads(caf_workers)");

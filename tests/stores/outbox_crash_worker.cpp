@@ -85,6 +85,12 @@ public:
                                  std::size_t batch) override {
     return inner_->clean(endpoint, before, batch);
   }
+  bus::result<void> renew_lease(bus::time_point until) override { return inner_->renew_lease(until); }
+  bus::result<std::vector<bus::orphan>> claim_orphans(bus::time_point now,
+                                                      std::size_t limit) override {
+    return inner_->claim_orphans(now, limit);
+  }
+  bus::result<void> release(const bus::inbox_key& key) override { return inner_->release(key); }
 
 private:
   void reached(const char* step) {

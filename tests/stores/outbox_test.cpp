@@ -281,3 +281,71 @@ TEST_CASE("outbox: a retention shorter than a handler's longest retry is refused
                                                      "message for "
                                                      + bus::to_hms(24h)));
 }
+
+namespace {
+
+// What another process on the same file stored and never sent: its store
+// object, whose lease ends `lease` from now unless renewed.
+std::shared_ptr<bus::sqlite_store> other_process(const billing_db& f, bus::duration lease) {
+  auto other = open_store(f.path);
+  REQUIRE(other->renew_lease(std::chrono::system_clock::now() + lease));
+  return other;
+}
+
+std::string stored_invoice(const std::string& message_id) {
+  bus::message_registry registry;
+  REQUIRE(registry.add<invoice_requested>("invoice_requested"));
+  bus::outgoing_message out{"invoices", {}, {}};
+  out.message.message_id = message_id;
+  out.message.message_type = "invoice_requested";
+  out.message.body = *registry.make_body(invoice_requested{"o-1", {}});
+  return *bus::encode_outgoing(out);
+}
+
+} // namespace
+
+TEST_CASE("outbox: the sweeper sends what a dead process stored once its lease ends, and never "
+          "what a live one did") {
+  billing_db f;
+  auto dead = other_process(f, 30s);
+  auto alive = other_process(f, 10h);
+  leave_stored(*dead, "m-9", {stored_invoice("invoice-of-m-9")});
+  leave_stored(*alive, "m-8", {stored_invoice("invoice-of-m-8")});
+  bus::testing::harness h;
+  billing billing{f.store};
+  billing.start(h);
+  h.run(); // the first sweep, at once: both leases hold
+  CHECK(h.queue("invoices").empty());
+  h.advance(40s); // sweeps every 10 s; the dead one's lease ended at 30 s
+  auto invoices = h.queue("invoices");
+  REQUIRE(invoices.size() == 1);
+  CHECK(invoices[0]->message_id == "invoice-of-m-9");
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox WHERE message_id = 'm-9' AND dispatched_at "
+                    "IS NOT NULL")
+        == 1);
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox WHERE message_id = 'm-8'") == 1);
+  CHECK(h.logged("sending 1 message(s) that message m-9 on endpoint 'billing' stored and a "
+                 "process that is gone never sent"));
+  h.advance(1min); // sent once: the record is marked
+  CHECK(h.queue("invoices").size() == 1);
+  CHECK(*billing.runs == 0);
+}
+
+TEST_CASE("outbox: a stored send the sweeper cannot read goes to its endpoint's error queue with "
+          "the reason, and the others go out") {
+  billing_db f;
+  auto dead = other_process(f, 1s);
+  leave_stored(*dead, "m-7", {"not a record", stored_invoice("invoice-of-m-7")});
+  bus::testing::harness h;
+  billing billing{f.store};
+  billing.start(h);
+  h.advance(10s);
+  auto errors = h.error_queue("billing");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]->message_id == "m-7.outbox.1");
+  auto why = errors[0]->headers.find("bus-fault-message");
+  REQUIRE(why);
+  CHECK_THAT(std::string(*why), Catch::Contains("not a JSON object"));
+  REQUIRE(h.queue("invoices").size() == 1);
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+}

@@ -231,3 +231,39 @@ TEST_CASE("sqlite: a cleanup deletes an endpoint's records dispatched before the
   REQUIRE(again);
   CHECK(again->state == inbox_state::first);
 }
+
+TEST_CASE("sqlite: a sweeper claims the sends of a store whose lease ended or that were released, "
+          "each once, and never a live store's") {
+  bus::test::scratch_directory dir;
+  auto path = dir.file("bus.db");
+  auto a = open_store(path); // two processes on one file
+  auto b = open_store(path);
+  REQUIRE(a->renew_lease(now + 10s));
+  REQUIRE(b->renew_lease(now + 1h));
+  auto store_sends = [&](bus::sqlite_store& s, const std::string& id,
+                         std::vector<std::string> rows) {
+    auto e = s.receive({"billing", id}, now);
+    REQUIRE(e);
+    REQUIRE(e->transaction->commit(rows));
+  };
+  store_sends(*a, "m-1", {"a1", "a2"});
+  store_sends(*a, "m-2", {"x"});
+  REQUIRE(a->release({"billing", "m-2"}));
+  store_sends(*b, "m-3", {"b1"});
+
+  auto claimed = b->claim_orphans(now, 10); // a is alive: only what it gave up
+  REQUIRE(claimed);
+  REQUIRE(claimed->size() == 1);
+  CHECK((*claimed)[0].key.message_id == "m-2");
+  CHECK((*claimed)[0].stored == std::vector<std::string>{"x"});
+
+  auto later = b->claim_orphans(now + 20s, 10); // a's lease has ended
+  REQUIRE(later);
+  REQUIRE(later->size() == 1);
+  CHECK((*later)[0].key == bus::inbox_key{"billing", "m-1"});
+  CHECK((*later)[0].stored == std::vector<std::string>{"a1", "a2"});
+
+  CHECK(b->claim_orphans(now + 20s, 10)->empty()); // b's own now, and b lives
+  CHECK(a->claim_orphans(now + 20s, 10)->empty()); // b's lease holds, m-3 is b's
+  CHECK(a->claim_orphans(now + 2h, 10)->size() == 3); // b is gone too: everything
+}

@@ -96,6 +96,12 @@ struct outbox_options {
   // Records deleted per transaction: a cleanup of many runs batch by
   // batch, so deliveries on the same database never wait behind it.
   std::size_t cleanup_batch = 1000;
+  // How often the endpoint's sweeper sends what a dead process stored and
+  // never sent; the store's lease on this process's records lasts three
+  // intervals, renewed at every sweep.
+  duration sweep_interval = std::chrono::seconds(10);
+  // Orphaned records claimed per sweep.
+  std::size_t sweep_batch = 100;
 };
 
 // Which threads run an endpoint's handlers.

@@ -44,6 +44,10 @@ public:
 struct inbox_key {
   std::string endpoint;
   std::string message_id;
+
+  friend bool operator==(const inbox_key& a, const inbox_key& b) {
+    return a.endpoint == b.endpoint && a.message_id == b.message_id;
+  }
 };
 
 // The transaction of one attempt: opened by message_store::receive() with
@@ -75,6 +79,17 @@ struct inbox_entry {
   std::vector<std::string> stored;                // when stored: the outbox rows, in send order
 };
 
+// A message whose stored sends a dead process left behind (or their
+// owner gave up), now claimed by a sweeper to send them.
+struct orphan {
+  inbox_key key;
+  std::vector<std::string> stored; // in send order
+};
+
+// Who sends a record's stored sends. Each store object is one owner (a
+// process, in practice): the records it writes are its own, and no sweeper
+// takes them while its lease holds. A process that dies stops renewing its
+// lease; once it ends, any sweeper may claim what it left.
 class message_store {
 public:
   virtual ~message_store() = default;
@@ -102,6 +117,21 @@ public:
   // sends are never deleted. May block.
   virtual result<std::size_t> clean(const std::string& endpoint, time_point dispatched_before,
                                     std::size_t batch) = 0;
+
+  // Keeps this store's records its own until `until`. The runtime renews
+  // it at start, before any delivery, and at every sweep. May block.
+  virtual result<void> renew_lease(time_point until) = 0;
+
+  // Claims at most `limit` records whose sends are not all out and whose
+  // owner's lease ended before `now`, or whose owner released them: they
+  // are this store's from now on, and another sweeper does not take them
+  // while its lease holds. Records of a live owner are never claimed: its
+  // handler may be sending them right now. May block.
+  virtual result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) = 0;
+
+  // Gives up the stored sends of `key` (they could not be sent): the next
+  // sweep of any process, this one's included, claims them. May block.
+  virtual result<void> release(const inbox_key& key) = 0;
 };
 
 } // namespace bus

@@ -1,5 +1,8 @@
 #include "sqlite_pool.hpp"
 
+#include <cstdio>
+#include <random>
+
 namespace bus::detail {
 
 namespace {
@@ -16,7 +19,15 @@ CREATE TABLE IF NOT EXISTS bus_inbox (
   message_id    TEXT    NOT NULL,
   received_at   INTEGER NOT NULL, -- Unix ms
   dispatched_at INTEGER,          -- Unix ms; NULL while stored sends are not all out
+  owner         TEXT    NOT NULL, -- the store (process) that sends them; '' once given up
   PRIMARY KEY (endpoint, message_id)
+) WITHOUT ROWID;
+-- The sweeper's way to records whose sends are not all out.
+CREATE INDEX IF NOT EXISTS bus_inbox_undispatched ON bus_inbox (owner) WHERE dispatched_at IS NULL;
+-- Each live store's lease on its records: a sweeper leaves them alone until it ends.
+CREATE TABLE IF NOT EXISTS bus_store_owners (
+  owner      TEXT    NOT NULL PRIMARY KEY,
+  expires_at INTEGER NOT NULL     -- Unix ms
 ) WITHOUT ROWID;
 -- The cleaner's way to the oldest dispatched records of an endpoint.
 CREATE INDEX IF NOT EXISTS bus_inbox_dispatched ON bus_inbox (endpoint, dispatched_at);
@@ -32,6 +43,25 @@ CREATE TABLE IF NOT EXISTS bus_outbox (
 constexpr int schema_version = 1;
 
 } // namespace
+
+namespace {
+
+// 128 random bits in hex: no two stores, in any process, share one.
+std::string random_owner() {
+  std::random_device device;
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    char part[9];
+    std::snprintf(part, sizeof part, "%08x", static_cast<unsigned>(device()));
+    out += part;
+  }
+  return out;
+}
+
+} // namespace
+
+sqlite_pool::sqlite_pool(sqlite_store_settings s)
+  : settings(std::move(s)), owner(random_owner()) {}
 
 sqlite_statement::sqlite_statement(sqlite3* db, std::string_view sql) { (void)prepare(db, sql); }
 
@@ -99,8 +129,8 @@ result<std::unique_ptr<sqlite_connection>> sqlite_pool::take() {
   bool ok = prepare(c->begin, "BEGIN IMMEDIATE") && prepare(c->commit, "COMMIT")
             && prepare(c->rollback, "ROLLBACK")
             && prepare(c->insert_inbox,
-                       "INSERT INTO bus_inbox (endpoint, message_id, received_at) "
-                       "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")
+                       "INSERT INTO bus_inbox (endpoint, message_id, owner, received_at) "
+                       "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING")
             && prepare(c->dispatched_at,
                        "SELECT dispatched_at FROM bus_inbox WHERE endpoint = ?1 AND message_id = ?2")
             && prepare(c->stored_rows, "SELECT record FROM bus_outbox WHERE endpoint = ?1 AND "
@@ -121,7 +151,19 @@ result<std::unique_ptr<sqlite_connection>> sqlite_pool::take() {
             && prepare(c->clean_inbox,
                        "DELETE FROM bus_inbox WHERE endpoint = ?1 AND message_id IN (SELECT "
                        "message_id FROM bus_inbox WHERE endpoint = ?1 AND dispatched_at < ?2 "
-                       "LIMIT ?3)");
+                       "LIMIT ?3)")
+            && prepare(c->renew_lease,
+                       "INSERT INTO bus_store_owners (owner, expires_at) VALUES (?1, ?2) "
+                       "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at")
+            && prepare(c->orphans,
+                       "SELECT endpoint, message_id FROM bus_inbox AS i WHERE dispatched_at IS "
+                       "NULL AND owner <> ?1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
+                       "bus_store_owners AS o WHERE o.owner = i.owner AND o.expires_at >= ?2)) "
+                       "LIMIT ?3")
+            && prepare(c->claim, "UPDATE bus_inbox SET owner = ?3 WHERE endpoint = ?1 AND "
+                                 "message_id = ?2")
+            && prepare(c->release, "UPDATE bus_inbox SET owner = '' WHERE endpoint = ?1 AND "
+                                   "message_id = ?2 AND dispatched_at IS NULL");
   if (!ok)
     return failure(c->db, "cannot prepare the bus's statements");
   return c;

@@ -38,7 +38,7 @@ struct sqlite_connection {
   sqlite3* db = nullptr;
   sqlite_statement begin, commit, rollback;
   sqlite_statement insert_inbox, dispatched_at, stored_rows, insert_outbox, nothing_to_send,
-    mark_inbox, delete_outbox, forget_inbox, clean_inbox;
+    mark_inbox, delete_outbox, forget_inbox, clean_inbox, renew_lease, orphans, claim, release;
 
   sqlite_connection() = default;
   sqlite_connection(const sqlite_connection&) = delete;
@@ -48,10 +48,11 @@ struct sqlite_connection {
 
 struct sqlite_pool {
   sqlite_store_settings settings;
+  std::string owner; // this store's name as the owner of its records: random, per open
   std::mutex mutex;
   std::vector<std::unique_ptr<sqlite_connection>> idle;
 
-  explicit sqlite_pool(sqlite_store_settings s) : settings(std::move(s)) {}
+  explicit sqlite_pool(sqlite_store_settings s);
 
   // An idle connection, or a new one; errc::store_failure if it cannot open.
   result<std::unique_ptr<sqlite_connection>> take();

@@ -16,6 +16,25 @@ void roll_back(detail::sqlite_connection& c) {
     run(c.rollback, {});
 }
 
+void bind(sqlite3_stmt* stmt, int index, const std::string& text) {
+  sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+}
+
+// Appends the stored sends of `key`, in send order; false on an error.
+bool read_stored(detail::sqlite_connection& c, const inbox_key& key,
+                 std::vector<std::string>& out) {
+  auto* stmt = c.stored_rows.get();
+  bind(stmt, 1, key.endpoint);
+  bind(stmt, 2, key.message_id);
+  int rc = 0;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    out.emplace_back(text ? text : "", static_cast<std::size_t>(sqlite3_column_bytes(stmt, 0)));
+  }
+  sqlite3_reset(stmt);
+  return rc == SQLITE_DONE;
+}
+
 } // namespace
 
 sqlite_transaction::sqlite_transaction(std::unique_ptr<sqlite_lease> lease, inbox_key key)
@@ -77,7 +96,13 @@ result<std::shared_ptr<sqlite_store>> sqlite_store::open(sqlite_store_settings s
   if (!first)
     return first.error();
   pool->give_back(std::move(*first));
-  return std::make_shared<sqlite_store>(std::move(pool));
+  auto store = std::make_shared<sqlite_store>(std::move(pool));
+  // Its records are its own from the first: the bus's sweeper renews the
+  // lease from its start on, and no other process's claims them meanwhile.
+  if (auto leased = store->renew_lease(std::chrono::system_clock::now() + std::chrono::minutes(1));
+      !leased)
+    return leased.error();
+  return store;
 }
 
 sqlite_store::sqlite_store(std::shared_ptr<detail::sqlite_pool> pool) : pool_(std::move(pool)) {}
@@ -94,7 +119,8 @@ result<inbox_entry> sqlite_store::receive(const inbox_key& key, time_point now) 
   // here until this attempt ends, and a commit never fails on upgrading.
   if (run(c.begin, {}) != SQLITE_DONE)
     return pool_->failure(c.db, "cannot begin a transaction");
-  if (run(c.insert_inbox, {key.endpoint, key.message_id}, {to_unix_ms(now)}) != SQLITE_DONE) {
+  if (run(c.insert_inbox, {key.endpoint, key.message_id, pool_->owner}, {to_unix_ms(now)})
+      != SQLITE_DONE) {
     auto err = pool_->failure(c.db, "cannot write the inbox record");
     roll_back(c);
     return err;
@@ -106,10 +132,8 @@ result<inbox_entry> sqlite_store::receive(const inbox_key& key, time_point now) 
   }
   // Handled before: what became of its sends? Read, then let go at once.
   auto* stmt = c.dispatched_at.get();
-  sqlite3_bind_text(stmt, 1, key.endpoint.data(), static_cast<int>(key.endpoint.size()),
-                    SQLITE_STATIC);
-  sqlite3_bind_text(stmt, 2, key.message_id.data(), static_cast<int>(key.message_id.size()),
-                    SQLITE_STATIC);
+  bind(stmt, 1, key.endpoint);
+  bind(stmt, 2, key.message_id);
   int rc = sqlite3_step(stmt);
   bool dispatched = rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL;
   sqlite3_reset(stmt);
@@ -119,22 +143,10 @@ result<inbox_entry> sqlite_store::receive(const inbox_key& key, time_point now) 
     return err;
   }
   entry.state = dispatched ? inbox_state::dispatched : inbox_state::stored;
-  if (!dispatched) {
-    stmt = c.stored_rows.get();
-    sqlite3_bind_text(stmt, 1, key.endpoint.data(), static_cast<int>(key.endpoint.size()),
-                      SQLITE_STATIC);
-    sqlite3_bind_text(stmt, 2, key.message_id.data(), static_cast<int>(key.message_id.size()),
-                      SQLITE_STATIC);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-      entry.stored.emplace_back(text ? text : "", static_cast<std::size_t>(sqlite3_column_bytes(stmt, 0)));
-    }
-    sqlite3_reset(stmt);
-    if (rc != SQLITE_DONE) {
-      auto err = pool_->failure(c.db, "cannot read the stored sends");
-      roll_back(c);
-      return err;
-    }
+  if (!dispatched && !read_stored(c, key, entry.stored)) {
+    auto err = pool_->failure(c.db, "cannot read the stored sends");
+    roll_back(c);
+    return err;
   }
   roll_back(c); // only read: nothing to keep
   return entry;
@@ -172,6 +184,69 @@ result<std::size_t> sqlite_store::clean(const std::string& endpoint, time_point 
       != SQLITE_DONE)
     return pool_->failure(c.db, "cannot delete old inbox records");
   return static_cast<std::size_t>(sqlite3_changes(c.db));
+}
+
+result<void> sqlite_store::renew_lease(time_point until) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  if (run(c.renew_lease, {pool_->owner}, {to_unix_ms(until)}) != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot renew the store's lease");
+  return {};
+}
+
+result<std::vector<orphan>> sqlite_store::claim_orphans(time_point now, std::size_t limit) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  auto fail = [&](std::string_view what) {
+    auto err = pool_->failure(c.db, what);
+    roll_back(c);
+    return err;
+  };
+  // IMMEDIATE: two sweepers never claim the same record.
+  if (run(c.begin, {}) != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot begin a transaction");
+  std::vector<orphan> found;
+  auto* stmt = c.orphans.get();
+  bind(stmt, 1, pool_->owner);
+  sqlite3_bind_int64(stmt, 2, to_unix_ms(now));
+  sqlite3_bind_int64(stmt, 3, static_cast<long long>(limit));
+  int rc = 0;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    auto text = [&](int column) {
+      const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
+      return std::string(t ? t : "", static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)));
+    };
+    found.push_back({{text(0), text(1)}, {}});
+  }
+  sqlite3_reset(stmt);
+  if (rc != SQLITE_DONE)
+    return fail("cannot look for orphaned sends");
+  for (auto& o : found) {
+    if (run(c.claim, {o.key.endpoint, o.key.message_id, pool_->owner}) != SQLITE_DONE)
+      return fail("cannot claim orphaned sends");
+    if (!read_stored(c, o.key, o.stored))
+      return fail("cannot read orphaned sends");
+  }
+  if (run(c.commit, {}) != SQLITE_DONE)
+    return fail("cannot commit a claim");
+  return found;
+}
+
+result<void> sqlite_store::release(const inbox_key& key) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  if (run(c.release, {key.endpoint, key.message_id}) != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot release stored sends");
+  return {};
 }
 
 } // namespace bus

@@ -62,7 +62,9 @@ private:
 
 class sqlite_store final : public message_store {
 public:
-  // Opens (or creates) the file in WAL mode with the bus's tables.
+  // Opens (or creates) the file in WAL mode with the bus's tables, and
+  // takes a lease of a minute on the records it will write (the bus's
+  // sweeper renews it; see message_store::renew_lease).
   // errc::store_failure naming the file and SQLite's reason; also for a
   // file whose bus tables a later version of the bus wrote.
   [[nodiscard]] static result<std::shared_ptr<sqlite_store>> open(sqlite_store_settings settings);
@@ -75,6 +77,9 @@ public:
   result<void> mark_dispatched(const inbox_key& key, time_point now) override;
   result<std::size_t> clean(const std::string& endpoint, time_point dispatched_before,
                             std::size_t batch) override;
+  result<void> renew_lease(time_point until) override;
+  result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) override;
+  result<void> release(const inbox_key& key) override;
 
 private:
   std::shared_ptr<detail::sqlite_pool> pool_;
