@@ -554,6 +554,35 @@ std::string message_bus::metrics_address() const {
   return impl_->metrics ? impl_->metrics->address() : std::string();
 }
 
+time_point message_bus::now() const { return impl_->clock(); }
+
+void message_bus::warn_outbox(const std::string& line) const { impl_->log.outbox->warn("{}", line); }
+
+result<::bus::outbox_session> message_bus::outbox_session(std::shared_ptr<message_store> store) {
+  std::string endpoint;
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    for (const auto& [name, e] : impl_->endpoints)
+      if (!e.removed && store && e.definition.store == store) {
+        endpoint = name;
+        break;
+      }
+  }
+  if (endpoint.empty())
+    return error{errc::invalid_configuration,
+                 "an outbox session needs the store of an endpoint's outbox, whose sweeper sends "
+                 "what a crash leaves unsent; no endpoint of this bus has this one"};
+  // The session's record is filed under that endpoint, with an id of its own.
+  inbox_key key{endpoint, detail::new_message_id()};
+  auto entry = store->receive(key, now());
+  if (!entry)
+    return entry.error();
+  if (entry->state != inbox_state::first) // a fresh id: only a broken store says otherwise
+    return error{errc::store_failure, "the store knows the fresh session id " + key.message_id};
+  return ::bus::outbox_session(*this, std::move(store), std::move(key),
+                               std::move(entry->transaction));
+}
+
 result<envelope> message_bus::stamp(const std::string& queue, result<message_body> body,
                                     send_options options) {
   if (impl_->state == impl::phase::stopped)

@@ -349,3 +349,82 @@ TEST_CASE("outbox: a stored send the sweeper cannot read goes to its endpoint's 
   REQUIRE(h.queue("invoices").size() == 1);
   CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
 }
+
+namespace {
+
+// The billing endpoint started on a fresh file, for tests that only use it.
+struct started_billing {
+  billing_db f;
+  bus::testing::harness h;
+  billing endpoint{f.store};
+  bus::message_bus& bus = endpoint.start(h);
+};
+
+// What the code of a web request does in its session: the order in its
+// own table, and the invoice request to send. Returns the send's id.
+std::string save_order(bus::outbox_session& session, const std::string& order_id) {
+  auto* db = session.transaction<bus::sqlite_transaction>().connection();
+  auto sql = "INSERT INTO orders VALUES ('" + order_id + "')";
+  REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  auto id = session.send("invoices", invoice_requested{order_id, {}});
+  REQUIRE(id);
+  return *id;
+}
+
+} // namespace
+
+TEST_CASE("outbox session: the caller's row and its sends commit together, then go out") {
+  started_billing rig;
+  auto& [f, h, endpoint, bus] = rig;
+  auto session = bus.outbox_session(f.store);
+  REQUIRE(session);
+  auto id = save_order(*session, "o-1");
+  CHECK(h.queue("invoices").empty()); // nothing before the commit
+  REQUIRE(session->commit());
+  CHECK(f.db.number("SELECT count(*) FROM orders") == 1);
+  auto invoices = h.queue("invoices");
+  REQUIRE(invoices.size() == 1);
+  CHECK(invoices[0]->message_id == id);
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox WHERE endpoint = 'billing' AND dispatched_at "
+                    "IS NOT NULL")
+        == 1);
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+}
+
+TEST_CASE("outbox session: one not committed leaves nothing") {
+  started_billing rig;
+  auto& [f, h, endpoint, bus] = rig;
+  {
+    auto session = bus.outbox_session(f.store);
+    REQUIRE(session);
+    save_order(*session, "o-1");
+  }
+  CHECK(f.db.number("SELECT count(*) FROM orders") == 0);
+  CHECK(f.db.number("SELECT count(*) FROM bus_inbox") == 0);
+  h.advance(1min);
+  CHECK(h.queue("invoices").empty());
+}
+
+TEST_CASE("outbox session: a send refused after the commit is the sweeper's, and goes out once it "
+          "can") {
+  started_billing rig;
+  auto& [f, h, endpoint, bus] = rig;
+  auto session = bus.outbox_session(f.store);
+  REQUIRE(session);
+  REQUIRE(session->send("audit", invoice_requested{"o-1", {}})); // no such queue yet
+  REQUIRE(session->commit());
+  CHECK(h.logged("committed, but a send failed"));
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 1);
+  REQUIRE(h.transport().declare_queue("audit"));
+  h.advance(10s); // the next sweep
+  CHECK(h.queue("audit").size() == 1);
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+}
+
+TEST_CASE("outbox session: a store that is no endpoint's outbox is refused") {
+  started_billing rig;
+  auto& [f, h, endpoint, bus] = rig;
+  auto session = bus.outbox_session(open_store(f.dir.file("other.db")));
+  REQUIRE_FALSE(session);
+  CHECK(session.error().code == bus::errc::invalid_configuration);
+}

@@ -34,6 +34,7 @@
 #include "bus/health.hpp"
 #include "bus/headers.hpp"
 #include "bus/message_registry.hpp"
+#include "bus/outbox_session.hpp"
 #include "bus/spans.hpp"
 #include "bus/send_options.hpp"
 #include "bus/transport.hpp"
@@ -324,6 +325,13 @@ public:
     dispatch_async({}, registry().make_body(std::move(msg)), std::move(options), std::move(done));
   }
 
+  // A transaction of `store` for sends from outside a handler, with the
+  // caller's own writes (bus/outbox_session.hpp). `store` must be the
+  // outbox of an endpoint of this bus, whose sweeper sends what a crash
+  // leaves unsent: errc::invalid_configuration otherwise. A store that
+  // fails to open the transaction: errc::store_failure. May block.
+  result<::bus::outbox_session> outbox_session(std::shared_ptr<message_store> store);
+
   // The counters of `endpoint`, or nothing if there is no such endpoint.
   [[nodiscard]] std::optional<endpoint_stats> stats(const std::string& endpoint) const;
   [[nodiscard]] std::vector<std::string> endpoint_names() const;
@@ -341,7 +349,11 @@ public:
 
 private:
   friend class bus_builder;
+  friend class ::bus::outbox_session; // stamps its sends as the bus's own
   explicit message_bus(std::unique_ptr<impl> state);
+  // For outbox sessions: the bus's clock, and its bus.outbox logger.
+  [[nodiscard]] time_point now() const;
+  void warn_outbox(const std::string& line) const;
 
   // The reply a request waited for, as a Reply, or the error it stands for.
   // (Static, on a shared registry: it may run after the bus is gone.)
