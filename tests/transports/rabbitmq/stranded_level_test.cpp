@@ -98,7 +98,12 @@ TEST_CASE("a delay level that holds messages it does not forward is reported wit
   CHECK(stalled_level()->remedy == "busctl move-leader " + level);
   CHECK(stalled_level()->stalled_for >= 3800ms);
   CHECK(t->health().connected); // a warning, not a connection problem
-  CHECK(bus::test::mentions(log.lines(), "delay level '" + level + "' holds 5 messages"));
+  // The warning is written once, as the level is first judged stranded,
+  // with the count of that look: the broker's statistics may not count
+  // the last message as held yet (a clean clone's run saw 4 of 5), so the
+  // count is the gauge's to follow, not the line's.
+  CHECK(bus::test::mentions(log.lines(), "delay level '" + level + "' holds "));
+  CHECK(bus::test::mentions(log.lines(), "messages past their delay that it does not forward"));
   CHECK(bus::test::mentions(log.lines(), "busctl move-leader " + level));
   CHECK(arrived.size() == 1); // nothing came out meanwhile
 
