@@ -94,19 +94,14 @@ bool open_inbox(consumer* self) {
 bool commit_attempt(consumer* self, const std::vector<outgoing_message>& outbox) {
   auto& cur = *self->state.current;
   auto transaction = std::move(cur.transaction);
-  std::vector<std::string> rows;
-  rows.reserve(outbox.size());
-  for (const auto& out : outbox) {
-    auto row = encode_outgoing(out);
-    if (!row) {
-      transaction->rollback();
-      on_failure(self, std::make_exception_ptr(std::runtime_error(
-                         "a message the handler sent cannot be stored: " + to_string(row.error()))));
-      return false;
-    }
-    rows.push_back(std::move(*row));
+  auto rows = encode_outgoing(outbox);
+  if (!rows) {
+    transaction->rollback();
+    on_failure(self, std::make_exception_ptr(std::runtime_error(
+                       "a message the handler sent cannot be stored: " + to_string(rows.error()))));
+    return false;
   }
-  if (auto committed = transaction->commit(rows); !committed) {
+  if (auto committed = transaction->commit(*rows); !committed) {
     store_failed(self, "to commit the attempt", committed.error());
     return false;
   }

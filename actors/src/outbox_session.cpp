@@ -29,17 +29,12 @@ result<void> outbox_session::commit() {
   if (!transaction_)
     return error{errc::not_running, "the outbox session has ended"};
   auto transaction = std::move(transaction_);
-  std::vector<std::string> rows;
-  rows.reserve(sends_.size());
-  for (const auto& out : sends_) {
-    auto row = encode_outgoing(out);
-    if (!row) {
-      transaction->rollback();
-      return row.error();
-    }
-    rows.push_back(std::move(*row));
+  auto rows = encode_outgoing(sends_);
+  if (!rows) {
+    transaction->rollback();
+    return rows.error();
   }
-  if (auto committed = transaction->commit(rows); !committed)
+  if (auto committed = transaction->commit(*rows); !committed)
     return committed.error();
   if (sends_.empty())
     return {}; // the commit recorded it as done

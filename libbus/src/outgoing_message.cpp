@@ -35,6 +35,18 @@ result<std::string> encode_outgoing(const outgoing_message& out) {
   return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+result<std::vector<std::string>> encode_outgoing(const std::vector<outgoing_message>& outbox) {
+  std::vector<std::string> rows;
+  rows.reserve(outbox.size());
+  for (const auto& out : outbox) {
+    auto row = encode_outgoing(out);
+    if (!row)
+      return row.error();
+    rows.push_back(std::move(*row));
+  }
+  return rows;
+}
+
 result<outgoing_message> decode_outgoing(std::string_view record) {
   auto json = nlohmann::json::parse(record, nullptr, false);
   if (json.is_discarded() || !json.is_object())

@@ -86,13 +86,48 @@ struct billing_db {
   billing_db() { db.exec("CREATE TABLE orders (id TEXT PRIMARY KEY)"); }
 };
 
+// What another process on the same file stored and never sent: its store
+// object, whose lease ends `lease` from now unless renewed.
+std::shared_ptr<bus::sqlite_store> other_process(const billing_db& f, bus::duration lease) {
+  auto other = open_store(f.path);
+  REQUIRE(other->renew_lease(std::chrono::system_clock::now() + lease));
+  return other;
+}
+
+std::string stored_invoice(const std::string& message_id) {
+  bus::message_registry registry;
+  REQUIRE(registry.add<invoice_requested>("invoice_requested"));
+  bus::outgoing_message out{"invoices", {}, {}};
+  out.message.message_id = message_id;
+  out.message.message_type = "invoice_requested";
+  out.message.body = *registry.make_body(invoice_requested{"o-1", {}});
+  return *bus::encode_outgoing(out);
+}
+
+// The billing endpoint started on a fresh file, for tests that only use it.
+struct started_billing {
+  billing_db f;
+  bus::testing::harness h;
+  billing endpoint{f.store};
+  bus::message_bus& bus = endpoint.start(h);
+};
+
+// What the code of a web request does in its session: the order in its
+// own table, and the invoice request to send. Returns the send's id.
+std::string save_order(bus::outbox_session& session, const std::string& order_id) {
+  auto* db = session.transaction<bus::sqlite_transaction>().connection();
+  auto sql = "INSERT INTO orders VALUES ('" + order_id + "')";
+  REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  auto id = session.send("invoices", invoice_requested{order_id, {}});
+  REQUIRE(id);
+  return *id;
+}
+
 } // namespace
 
 TEST_CASE("outbox: a handler's row and its send commit together and the send goes out after") {
-  billing_db f;
-  bus::testing::harness h;
-  billing billing{f.store};
-  auto& bus = billing.start(h);
+  started_billing rig;
+  auto& [f, h, billing, bus] = rig;
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
   h.run();
   CHECK(*billing.runs == 1);
@@ -108,10 +143,8 @@ TEST_CASE("outbox: a handler's row and its send commit together and the send goe
 }
 
 TEST_CASE("outbox: a copy of a message handled already is acknowledged without its handler") {
-  billing_db f;
-  bus::testing::harness h;
-  billing billing{f.store};
-  auto& bus = billing.start(h);
+  started_billing rig;
+  auto& [f, h, billing, bus] = rig;
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
   h.run();
@@ -148,17 +181,9 @@ TEST_CASE("outbox: a failed attempt leaves neither its row nor its send; the ret
 
 TEST_CASE("outbox: sends stored by an attempt that never got them out go out when the message "
           "returns, without its handler") {
-  billing_db f;
-  bus::testing::harness h;
-  billing billing{f.store};
-  auto& bus = billing.start(h);
-  bus::message_registry registry;
-  REQUIRE(registry.add<invoice_requested>("invoice_requested"));
-  bus::outgoing_message stored{"invoices", {}, {}};
-  stored.message.message_id = "invoice-of-m-1";
-  stored.message.message_type = "invoice_requested";
-  stored.message.body = *registry.make_body(invoice_requested{"o-1", {"line"}});
-  leave_stored(*f.store, "m-1", {*bus::encode_outgoing(stored)});
+  started_billing rig;
+  auto& [f, h, billing, bus] = rig;
+  leave_stored(*f.store, "m-1", {stored_invoice("invoice-of-m-1")});
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
   h.run();
   CHECK(*billing.runs == 0);
@@ -177,10 +202,8 @@ TEST_CASE("outbox: sends stored by an attempt that never got them out go out whe
 
 TEST_CASE("outbox: a stored send that no longer reads moves its message to the error queue with "
           "the reason") {
-  billing_db f;
-  bus::testing::harness h;
-  billing billing{f.store};
-  auto& bus = billing.start(h);
+  started_billing rig;
+  auto& [f, h, billing, bus] = rig;
   leave_stored(*f.store, "m-1", {"{\"v\":1,\"queue\":"});
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
   h.run();
@@ -197,10 +220,8 @@ TEST_CASE("outbox: a stored send that no longer reads moves its message to the e
 
 TEST_CASE("outbox: a store that fails is a failed attempt for the policy, and the message is "
           "handled once it is back") {
-  billing_db f;
-  bus::testing::harness h;
-  billing billing{f.store};
-  auto& bus = billing.start(h);
+  started_billing rig;
+  auto& [f, h, billing, bus] = rig;
   f.db.exec("BEGIN IMMEDIATE"); // another writer holds the file past the busy timeout
   REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
   h.advance(1ms); // three attempts fail in the store; a redelivery is scheduled
@@ -282,28 +303,6 @@ TEST_CASE("outbox: a retention shorter than a handler's longest retry is refused
                                                      + bus::to_hms(24h)));
 }
 
-namespace {
-
-// What another process on the same file stored and never sent: its store
-// object, whose lease ends `lease` from now unless renewed.
-std::shared_ptr<bus::sqlite_store> other_process(const billing_db& f, bus::duration lease) {
-  auto other = open_store(f.path);
-  REQUIRE(other->renew_lease(std::chrono::system_clock::now() + lease));
-  return other;
-}
-
-std::string stored_invoice(const std::string& message_id) {
-  bus::message_registry registry;
-  REQUIRE(registry.add<invoice_requested>("invoice_requested"));
-  bus::outgoing_message out{"invoices", {}, {}};
-  out.message.message_id = message_id;
-  out.message.message_type = "invoice_requested";
-  out.message.body = *registry.make_body(invoice_requested{"o-1", {}});
-  return *bus::encode_outgoing(out);
-}
-
-} // namespace
-
 TEST_CASE("outbox: the sweeper sends what a dead process stored once its lease ends, and never "
           "what a live one did") {
   billing_db f;
@@ -350,32 +349,9 @@ TEST_CASE("outbox: a stored send the sweeper cannot read goes to its endpoint's 
   CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
 }
 
-namespace {
-
-// The billing endpoint started on a fresh file, for tests that only use it.
-struct started_billing {
-  billing_db f;
-  bus::testing::harness h;
-  billing endpoint{f.store};
-  bus::message_bus& bus = endpoint.start(h);
-};
-
-// What the code of a web request does in its session: the order in its
-// own table, and the invoice request to send. Returns the send's id.
-std::string save_order(bus::outbox_session& session, const std::string& order_id) {
-  auto* db = session.transaction<bus::sqlite_transaction>().connection();
-  auto sql = "INSERT INTO orders VALUES ('" + order_id + "')";
-  REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-  auto id = session.send("invoices", invoice_requested{order_id, {}});
-  REQUIRE(id);
-  return *id;
-}
-
-} // namespace
-
 TEST_CASE("outbox session: the caller's row and its sends commit together, then go out") {
   started_billing rig;
-  auto& [f, h, endpoint, bus] = rig;
+  auto& [f, h, billing, bus] = rig;
   auto session = bus.outbox_session(f.store);
   REQUIRE(session);
   auto id = save_order(*session, "o-1");
@@ -393,7 +369,7 @@ TEST_CASE("outbox session: the caller's row and its sends commit together, then 
 
 TEST_CASE("outbox session: one not committed leaves nothing") {
   started_billing rig;
-  auto& [f, h, endpoint, bus] = rig;
+  auto& [f, h, billing, bus] = rig;
   {
     auto session = bus.outbox_session(f.store);
     REQUIRE(session);
@@ -408,7 +384,7 @@ TEST_CASE("outbox session: one not committed leaves nothing") {
 TEST_CASE("outbox session: a send refused after the commit is the sweeper's, and goes out once it "
           "can") {
   started_billing rig;
-  auto& [f, h, endpoint, bus] = rig;
+  auto& [f, h, billing, bus] = rig;
   auto session = bus.outbox_session(f.store);
   REQUIRE(session);
   REQUIRE(session->send("audit", invoice_requested{"o-1", {}})); // no such queue yet
@@ -423,7 +399,7 @@ TEST_CASE("outbox session: a send refused after the commit is the sweeper's, and
 
 TEST_CASE("outbox session: a store that is no endpoint's outbox is refused") {
   started_billing rig;
-  auto& [f, h, endpoint, bus] = rig;
+  auto& [f, h, billing, bus] = rig;
   auto session = bus.outbox_session(open_store(f.dir.file("other.db")));
   REQUIRE_FALSE(session);
   CHECK(session.error().code == bus::errc::invalid_configuration);

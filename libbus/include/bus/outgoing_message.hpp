@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
@@ -23,6 +24,9 @@ struct outgoing_message {
 // one JSON object that any database's text column holds. Fails only if the
 // typed body cannot be serialized.
 [[nodiscard]] result<std::string> encode_outgoing(const outgoing_message& out);
+// The records of every message of an outbox, in order; the first failure.
+[[nodiscard]] result<std::vector<std::string>>
+encode_outgoing(const std::vector<outgoing_message>& outbox);
 
 // Rebuilds a stored message; errc::malformed_message, saying what is wrong,
 // for a record that is not one encode_outgoing() wrote (a corrupt row, a
