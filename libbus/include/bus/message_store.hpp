@@ -134,4 +134,10 @@ public:
   virtual result<void> release(const inbox_key& key) = 0;
 };
 
+namespace detail {
+// A new store's name as the owner of its records: 128 random bits in hex,
+// so that no two stores, in any process, share one.
+[[nodiscard]] std::string new_store_owner();
+} // namespace detail
+
 } // namespace bus

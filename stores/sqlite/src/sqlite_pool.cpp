@@ -1,8 +1,5 @@
 #include "sqlite_pool.hpp"
 
-#include <cstdio>
-#include <random>
-
 namespace bus::detail {
 
 namespace {
@@ -44,24 +41,8 @@ constexpr int schema_version = 1;
 
 } // namespace
 
-namespace {
-
-// 128 random bits in hex: no two stores, in any process, share one.
-std::string random_owner() {
-  std::random_device device;
-  std::string out;
-  for (int i = 0; i < 4; ++i) {
-    char part[9];
-    std::snprintf(part, sizeof part, "%08x", static_cast<unsigned>(device()));
-    out += part;
-  }
-  return out;
-}
-
-} // namespace
-
 sqlite_pool::sqlite_pool(sqlite_store_settings s)
-  : settings(std::move(s)), owner(random_owner()) {}
+  : settings(std::move(s)), owner(new_store_owner()) {}
 
 sqlite_statement::sqlite_statement(sqlite3* db, std::string_view sql) { (void)prepare(db, sql); }
 

@@ -1,0 +1,257 @@
+#include "postgres_pool.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+
+namespace bus::detail {
+
+namespace {
+
+// The bus's tables, as in SQLite (stores/sqlite/src/sqlite_pool.cpp): the
+// inbox record stays after dispatch, for deduplication; the outbox rows of
+// a message go once they are out. Times are Unix ms from the bus's clock.
+// The advisory lock makes two processes that start at once create them one
+// after the other (CREATE ... IF NOT EXISTS alone races on the catalog).
+constexpr const char* schema_sql = R"sql(
+BEGIN;
+SELECT pg_advisory_xact_lock(7166953616166481920);
+CREATE TABLE IF NOT EXISTS bus_store_schema (version INTEGER NOT NULL);
+INSERT INTO bus_store_schema (version)
+  SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM bus_store_schema);
+CREATE TABLE IF NOT EXISTS bus_inbox (
+  endpoint      TEXT   NOT NULL,
+  message_id    TEXT   NOT NULL,
+  received_at   BIGINT NOT NULL,
+  dispatched_at BIGINT,          -- NULL while stored sends are not all out
+  owner         TEXT   NOT NULL, -- the store (process) that sends them; '' once given up
+  PRIMARY KEY (endpoint, message_id)
+);
+CREATE INDEX IF NOT EXISTS bus_inbox_undispatched ON bus_inbox (owner) WHERE dispatched_at IS NULL;
+CREATE INDEX IF NOT EXISTS bus_inbox_dispatched ON bus_inbox (endpoint, dispatched_at);
+CREATE TABLE IF NOT EXISTS bus_store_owners (
+  owner      TEXT   NOT NULL PRIMARY KEY,
+  expires_at BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bus_outbox (
+  endpoint   TEXT    NOT NULL,
+  message_id TEXT    NOT NULL,
+  position   INTEGER NOT NULL,  -- send order within the message's attempt
+  record     TEXT    NOT NULL,  -- bus::encode_outgoing()
+  PRIMARY KEY (endpoint, message_id, position)
+);
+COMMIT;
+)sql";
+
+constexpr int schema_version = 1;
+
+struct statement_text {
+  pg_statement id;
+  const char* name;
+  const char* sql;
+};
+
+// Every parameter travels as text and is cast where SQL needs a number.
+constexpr std::array<statement_text, 11> statements{{
+  {pg_statement::insert_inbox, "bus_insert_inbox",
+   "INSERT INTO bus_inbox (endpoint, message_id, owner, received_at) "
+   "VALUES ($1, $2, $3, $4::bigint) ON CONFLICT DO NOTHING"},
+  {pg_statement::dispatched_at, "bus_dispatched_at",
+   "SELECT dispatched_at FROM bus_inbox WHERE endpoint = $1 AND message_id = $2"},
+  {pg_statement::stored_rows, "bus_stored_rows",
+   "SELECT record FROM bus_outbox WHERE endpoint = $1 AND message_id = $2 ORDER BY position"},
+  // All of a message's sends in one round trip.
+  {pg_statement::insert_outbox, "bus_insert_outbox",
+   "INSERT INTO bus_outbox (endpoint, message_id, position, record) "
+   "SELECT $1, $2, t.n - 1, t.record FROM unnest($3::text[]) WITH ORDINALITY AS t(record, n)"},
+  {pg_statement::nothing_to_send, "bus_nothing_to_send",
+   "UPDATE bus_inbox SET dispatched_at = received_at WHERE endpoint = $1 AND message_id = $2"},
+  // One statement, so one transaction: the mark and the deletion together.
+  {pg_statement::mark_dispatched, "bus_mark_dispatched",
+   "WITH marked AS (UPDATE bus_inbox SET dispatched_at = $3::bigint WHERE endpoint = $1 AND "
+   "message_id = $2 AND dispatched_at IS NULL) "
+   "DELETE FROM bus_outbox WHERE endpoint = $1 AND message_id = $2"},
+  {pg_statement::forget_inbox, "bus_forget_inbox",
+   "DELETE FROM bus_inbox WHERE endpoint = $1 AND message_id = $2 AND dispatched_at IS NULL AND "
+   "NOT EXISTS (SELECT 1 FROM bus_outbox WHERE endpoint = $1 AND message_id = $2)"},
+  // One cleaner per database: the statement deletes only while it holds
+  // the cleaners' advisory lock, which its own transaction releases.
+  {pg_statement::clean_inbox, "bus_clean_inbox",
+   "WITH cleaner AS (SELECT pg_try_advisory_xact_lock(7166953616166481921) AS alone) "
+   "DELETE FROM bus_inbox WHERE (SELECT alone FROM cleaner) AND ctid IN (SELECT ctid FROM "
+   "bus_inbox WHERE endpoint = $1 AND dispatched_at < $2::bigint LIMIT $3::bigint)"},
+  {pg_statement::renew_lease, "bus_renew_lease",
+   "INSERT INTO bus_store_owners (owner, expires_at) VALUES ($1, $2::bigint) "
+   "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at"},
+  // SKIP LOCKED: two sweepers claiming at once take different records.
+  {pg_statement::claim_orphans, "bus_claim_orphans",
+   "UPDATE bus_inbox AS i SET owner = $1 FROM (SELECT endpoint, message_id FROM bus_inbox AS c "
+   "WHERE dispatched_at IS NULL AND owner <> $1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
+   "bus_store_owners AS o WHERE o.owner = c.owner AND o.expires_at >= $2::bigint)) "
+   "LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS picked "
+   "WHERE i.endpoint = picked.endpoint AND i.message_id = picked.message_id "
+   "RETURNING i.endpoint, i.message_id"},
+  {pg_statement::release, "bus_release",
+   "UPDATE bus_inbox SET owner = '' WHERE endpoint = $1 AND message_id = $2 AND "
+   "dispatched_at IS NULL"},
+}};
+
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < statements.size(); ++i)
+    if (static_cast<std::size_t>(statements[i].id) != i)
+      return false;
+  return true;
+}
+static_assert(in_enum_order(), "statements are looked up by their pg_statement");
+
+const char* name_of(pg_statement s) { return statements[static_cast<std::size_t>(s)].name; }
+
+std::string seconds_of(duration d) {
+  // libpq's connect_timeout is whole seconds, and it treats 1 as 2.
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  return std::to_string(s < 2 ? 2 : s);
+}
+
+} // namespace
+
+pg_result postgres_connection::run(pg_statement s,
+                                   std::initializer_list<std::string_view> params) const {
+  // libpq reads text parameters up to their NUL.
+  std::vector<std::string> owned(params.begin(), params.end());
+  std::vector<const char*> values;
+  values.reserve(owned.size());
+  for (const auto& p : owned)
+    values.push_back(p.c_str());
+  return pg_result(PQexecPrepared(conn, name_of(s), static_cast<int>(values.size()),
+                                  values.data(), nullptr, nullptr, 0));
+}
+
+pg_result postgres_connection::exec(const char* sql) const { return pg_result(PQexec(conn, sql)); }
+
+void postgres_connection::roll_back() const noexcept {
+  if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
+    PQclear(PQexec(conn, "ROLLBACK"));
+}
+
+bool succeeded(const pg_result& r) noexcept {
+  auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+}
+
+postgres_pool::postgres_pool(postgres_store_settings s, std::string l)
+  : settings(std::move(s)), label(std::move(l)), owner(new_store_owner()) {}
+
+error postgres_pool::failure(const postgres_connection& c, std::string_view what,
+                             const pg_result& r) const {
+  std::string reason = r && PQresultErrorMessage(r.get())[0] != '\0'
+                         ? PQresultErrorMessage(r.get())
+                         : PQerrorMessage(c.conn);
+  while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' '))
+    reason.pop_back();
+  std::string out = label + ": ";
+  out += what;
+  out += ": ";
+  out += reason.empty() ? "no reason given" : reason;
+  return error{errc::store_failure, std::move(out)};
+}
+
+result<std::unique_ptr<postgres_connection>> postgres_pool::take() {
+  {
+    std::lock_guard lock(mutex);
+    if (!idle.empty()) {
+      auto c = std::move(idle.back());
+      idle.pop_back();
+      return c;
+    }
+  }
+  auto c = std::make_unique<postgres_connection>();
+  // The caller's string comes last so that it overrides these defaults.
+  auto timeout = seconds_of(settings.connect_timeout);
+  const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), "bus", settings.conninfo.c_str(), nullptr};
+  c->conn = PQconnectdbParams(keys, values, 1);
+  if (c->conn == nullptr)
+    return error{errc::store_failure, label + ": cannot connect: out of memory"};
+  if (PQstatus(c->conn) != CONNECTION_OK)
+    return failure(*c, "cannot connect");
+  auto set_timeout = "SET lock_timeout = "
+                     + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        settings.lock_timeout)
+                                        .count());
+  if (!succeeded(c->exec(set_timeout.c_str())))
+    return failure(*c, "cannot set the lock timeout");
+  if (auto created = c->exec(schema_sql); !succeeded(created)) {
+    auto err = failure(*c, "cannot create the bus's tables", created);
+    c->roll_back();
+    return err;
+  }
+  auto version = c->exec("SELECT max(version) FROM bus_store_schema");
+  if (!succeeded(version) || PQntuples(version.get()) != 1)
+    return failure(*c, "cannot read the schema version", version);
+  if (int v = std::atoi(PQgetvalue(version.get(), 0, 0)); v != schema_version)
+    return error{errc::store_failure, label + ": its bus tables have schema version "
+                                        + std::to_string(v) + ", this bus reads version "
+                                        + std::to_string(schema_version)};
+  for (const auto& s : statements)
+    if (pg_result prepared(PQprepare(c->conn, s.name, s.sql, 0, nullptr)); !succeeded(prepared))
+      return failure(*c, "cannot prepare the bus's statements", prepared);
+  return c;
+}
+
+void postgres_pool::give_back(std::unique_ptr<postgres_connection> c) {
+  // Never lend out a connection inside a transaction: a path that failed
+  // halfway, or a handler that began one of its own, ends here.
+  c->roll_back();
+  std::lock_guard lock(mutex);
+  if (PQstatus(c->conn) != CONNECTION_OK) {
+    idle.clear();
+    return;
+  }
+  idle.push_back(std::move(c));
+}
+
+result<std::string> describe_conninfo(const std::string& conninfo) {
+  char* message = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &message);
+  if (options == nullptr) {
+    std::string reason = message ? message : "out of memory";
+    PQfreemem(message);
+    while (!reason.empty() && reason.back() == '\n')
+      reason.pop_back();
+    return error{errc::invalid_configuration,
+                 "the PostgreSQL store's connection string is malformed: " + reason};
+  }
+  std::string out;
+  for (auto* o = options; o->keyword != nullptr; ++o) {
+    bool shown = std::strcmp(o->keyword, "host") == 0 || std::strcmp(o->keyword, "hostaddr") == 0
+                 || std::strcmp(o->keyword, "port") == 0 || std::strcmp(o->keyword, "dbname") == 0;
+    if (shown && o->val != nullptr && o->val[0] != '\0') {
+      if (!out.empty())
+        out += ' ';
+      out += o->keyword;
+      out += '=';
+      out += o->val;
+    }
+  }
+  PQconninfoFree(options);
+  return "postgresql '" + (out.empty() ? std::string("libpq's defaults") : out) + "'";
+}
+
+std::string text_array(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const auto& item : items) {
+    if (out.size() > 1)
+      out += ',';
+    out += '"';
+    for (char ch : item) {
+      if (ch == '"' || ch == '\\')
+        out += '\\';
+      out += ch;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+} // namespace bus::detail

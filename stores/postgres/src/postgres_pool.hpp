@@ -1,0 +1,95 @@
+// libpq behind a thin RAII layer: a result, a connection with the bus's
+// statements prepared once, and a pool that lends a connection to one
+// thread at a time (each consumer thread runs its own attempt).
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <libpq-fe.h>
+
+#include "bus/error.hpp"
+#include "bus/postgres_store.hpp"
+
+namespace bus::detail {
+
+struct pg_result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using pg_result = std::unique_ptr<PGresult, pg_result_deleter>;
+
+// The bus's prepared statements, by name (see postgres_pool.cpp).
+enum class pg_statement {
+  insert_inbox, dispatched_at, stored_rows, insert_outbox, nothing_to_send, mark_dispatched,
+  forget_inbox, clean_inbox, renew_lease, claim_orphans, release
+};
+
+struct postgres_connection {
+  PGconn* conn = nullptr;
+
+  postgres_connection() = default;
+  postgres_connection(const postgres_connection&) = delete;
+  postgres_connection& operator=(const postgres_connection&) = delete;
+  ~postgres_connection() { PQfinish(conn); }
+
+  // Runs a prepared statement with text parameters.
+  pg_result run(pg_statement s, std::initializer_list<std::string_view> params) const;
+  // Runs SQL without parameters ("BEGIN", "COMMIT", "ROLLBACK").
+  pg_result exec(const char* sql) const;
+  // Ends a transaction left open, if any; harmless on a broken connection.
+  void roll_back() const noexcept;
+};
+
+// True when `r` finished as a statement without rows or with rows should.
+[[nodiscard]] bool succeeded(const pg_result& r) noexcept;
+
+struct postgres_pool {
+  postgres_store_settings settings;
+  std::string label; // "postgresql 'host=... port=... dbname=...'": never the password
+  std::string owner; // this store's name as the owner of its records: random, per open
+  std::mutex mutex;
+  std::vector<std::unique_ptr<postgres_connection>> idle;
+
+  postgres_pool(postgres_store_settings s, std::string label);
+
+  // An idle connection, or a new one with the bus's statements prepared;
+  // errc::store_failure if the server cannot be reached.
+  result<std::unique_ptr<postgres_connection>> take();
+  // Takes a connection back unless the server broke it, then every idle
+  // one goes too: they all reached the same server, which is gone or
+  // restarted, and each would fail one attempt to find out.
+  void give_back(std::unique_ptr<postgres_connection> c);
+
+  // errc::store_failure: "<label>: <what>: <the server's message>".
+  [[nodiscard]] error failure(const postgres_connection& c, std::string_view what,
+                              const pg_result& r = {}) const;
+};
+
+// A connection borrowed from the pool, returned when the lease ends.
+struct postgres_lease {
+  std::shared_ptr<postgres_pool> pool;
+  std::unique_ptr<postgres_connection> connection;
+
+  postgres_lease(std::shared_ptr<postgres_pool> p, std::unique_ptr<postgres_connection> c)
+    : pool(std::move(p)), connection(std::move(c)) {}
+  ~postgres_lease() {
+    if (connection)
+      pool->give_back(std::move(connection));
+  }
+  postgres_lease(const postgres_lease&) = delete;
+  postgres_lease& operator=(const postgres_lease&) = delete;
+};
+
+// What the server says of a connection string (host, port, dbname; never a
+// password), for error messages; errc::invalid_configuration if libpq
+// cannot parse it.
+result<std::string> describe_conninfo(const std::string& conninfo);
+
+// A PostgreSQL text[] literal of `items`, for one INSERT of many rows.
+std::string text_array(const std::vector<std::string>& items);
+
+} // namespace bus::detail

@@ -1,0 +1,279 @@
+// The store port against a real database (issue 21): the inbox record,
+// the handler's transaction, the stored sends and their mark, the lease,
+// the claim and the cleanup. Compiled once per adapter (BUS_TEST_POSTGRES
+// picks PostgreSQL on the fixture's server, else SQLite on a file), so
+// that both keep one contract.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#ifdef BUS_TEST_POSTGRES
+#include "stores/postgres_backend.hpp"
+#else
+#include "stores/sqlite_backend.hpp"
+#endif
+
+using namespace std::chrono_literals;
+using bus::inbox_state;
+using bus::test::store_backend;
+
+namespace {
+
+const bus::time_point now = bus::from_unix_ms(1'700'000'000'000);
+
+// The handler's own table and row, written through its transaction.
+void write_order(bus::store_transaction& t, const std::string& id) {
+  store_backend::handler_exec(t, store_backend::orders_table);
+  store_backend::handler_exec(t, "INSERT INTO orders VALUES ('" + id + "')");
+}
+
+} // namespace
+
+TEST_CASE(BUS_STORE_NAME ": a handled message's writes and sends commit together, then its copies are "
+          "recognised") {
+  store_backend b;
+  auto store = b.open();
+  bus::inbox_key key{"billing", "m-1"};
+
+  auto first = store->receive(key, now);
+  REQUIRE(first);
+  CHECK(first->state == inbox_state::first);
+  write_order(*first->transaction, "o-1");
+  REQUIRE(first->transaction->commit({"send one", "send two"}));
+
+  const auto& r = b.db();
+  CHECK(r.number("SELECT count(*) FROM orders") == 1);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NULL") == 1);
+  CHECK(r.number("SELECT count(*) FROM bus_outbox") == 2);
+
+  // A copy before the sends were marked: the stored sends, in order.
+  auto copy = store->receive(key, now);
+  REQUIRE(copy);
+  CHECK(copy->state == inbox_state::stored);
+  CHECK(copy->transaction == nullptr);
+  CHECK(copy->stored == std::vector<std::string>{"send one", "send two"});
+
+  REQUIRE(store->mark_dispatched(key, now + 5ms));
+  REQUIRE(store->mark_dispatched(key, now + 9ms)); // idempotent: the first time stays
+  CHECK(r.number("SELECT count(*) FROM bus_outbox") == 0);
+  CHECK(r.number("SELECT dispatched_at FROM bus_inbox") == bus::to_unix_ms(now + 5ms));
+
+  auto later = store->receive(key, now);
+  REQUIRE(later);
+  CHECK(later->state == inbox_state::dispatched);
+  CHECK(later->stored.empty());
+  // The same message id on another endpoint is another delivery.
+  auto elsewhere = store->receive({"shipping", "m-1"}, now);
+  REQUIRE(elsewhere);
+  CHECK(elsewhere->state == inbox_state::first);
+}
+
+TEST_CASE(BUS_STORE_NAME ": a rolled back attempt leaves nothing, its inbox record included") {
+  store_backend b;
+  auto store = b.open();
+  const auto& r = b.db();
+  r.exec(store_backend::orders_table);
+  bus::inbox_key key{"billing", "m-1"};
+
+  SECTION("rolled back") {
+    auto e = store->receive(key, now);
+    REQUIRE(e);
+    write_order(*e->transaction, "o-1");
+    e->transaction->rollback();
+    e->transaction->rollback(); // twice is harmless
+  }
+  SECTION("dropped unfinished, as a consumer that died") {
+    auto e = store->receive(key, now);
+    REQUIRE(e);
+    write_order(*e->transaction, "o-1");
+  }
+  CHECK(r.number("SELECT count(*) FROM orders") == 0);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox") == 0);
+  auto again = store->receive(key, now);
+  REQUIRE(again);
+  CHECK(again->state == inbox_state::first);
+}
+
+TEST_CASE(BUS_STORE_NAME ": an attempt that sends nothing is done at its commit") {
+  store_backend b;
+  auto store = b.open();
+  auto e = store->receive({"billing", "m-1"}, now);
+  REQUIRE(e);
+  REQUIRE(e->transaction->commit({}));
+  auto copy = store->receive({"billing", "m-1"}, now);
+  REQUIRE(copy);
+  CHECK(copy->state == inbox_state::dispatched);
+}
+
+TEST_CASE(BUS_STORE_NAME ": a handler that commits its transaction itself fails its attempt, and the retry "
+          "runs it again") {
+  store_backend b;
+  auto store = b.open();
+  bus::inbox_key key{"billing", "m-1"};
+  auto e = store->receive(key, now);
+  REQUIRE(e);
+  store_backend::handler_exec(*e->transaction, "COMMIT");
+  auto committed = e->transaction->commit({"a send"});
+  REQUIRE_FALSE(committed);
+  CHECK(committed.error().code == bus::errc::store_failure);
+  CHECK_THAT(committed.error().message, Catch::Contains("ended the transaction itself"));
+  auto retry = store->receive(key, now);
+  REQUIRE(retry);
+  CHECK(retry->state == inbox_state::first);
+}
+
+TEST_CASE(BUS_STORE_NAME ": a second copy of a message waits for the first's transaction, then sees it "
+          "handled") {
+  store_backend b;
+  auto store = b.open();
+  bus::inbox_key key{"billing", "m-1"};
+  auto first = store->receive(key, now);
+  REQUIRE(first);
+  REQUIRE(first->state == inbox_state::first);
+  // The copy's receive cannot finish while the first holds the write lock:
+  // whatever the threads' timing, it sees the first's commit.
+  auto copy = std::async(std::launch::async, [&] { return store->receive(key, now); });
+  REQUIRE(first->transaction->commit({}));
+  auto seen = copy.get();
+  REQUIRE(seen);
+  CHECK(seen->state == inbox_state::dispatched);
+}
+
+TEST_CASE(BUS_STORE_NAME ": a database locked past the lock timeout fails the attempt with a "
+                         "store failure") {
+  store_backend b;
+  auto store = b.open(20ms);
+  const auto& other = b.db();
+  other.exec(store_backend::hold_lock);
+  auto e = store->receive({"billing", "m-1"}, now);
+  REQUIRE_FALSE(e);
+  CHECK(e.error().code == bus::errc::store_failure);
+  CHECK_THAT(e.error().message,
+             Catch::Contains(b.location()) && Catch::Contains(store_backend::lock_word));
+  other.exec(store_backend::let_go);
+  auto later = store->receive({"billing", "m-1"}, now);
+  REQUIRE(later);
+  CHECK(later->state == inbox_state::first);
+}
+
+TEST_CASE(BUS_STORE_NAME ": a cleanup deletes an endpoint's records dispatched before the cut, a batch at a "
+          "time, and never a record whose sends are not out") {
+  store_backend b;
+  auto store = b.open();
+  auto handle = [&](const std::string& endpoint, const std::string& id, bus::time_point at,
+                    bool dispatched) {
+    auto e = store->receive({endpoint, id}, at);
+    REQUIRE(e);
+    REQUIRE(e->transaction->commit({"a send"}));
+    if (dispatched)
+      REQUIRE(store->mark_dispatched({endpoint, id}, at));
+  };
+  for (int i = 0; i < 5; ++i)
+    handle("billing", "old-" + std::to_string(i), now, true);
+  handle("billing", "waiting", now, false);  // old, but its send never went out
+  handle("billing", "recent", now + 2h, true);
+  handle("shipping", "old", now, true);      // another endpoint's
+
+  auto cut = now + 1h;
+  std::vector<std::size_t> batches;
+  for (;;) {
+    auto cleaned = store->clean("billing", cut, 2);
+    REQUIRE(cleaned);
+    batches.push_back(*cleaned);
+    if (*cleaned < 2)
+      break;
+  }
+  CHECK(batches == std::vector<std::size_t>{2, 2, 1});
+  const auto& r = b.db();
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE endpoint = 'billing'") == 2);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE message_id = 'waiting'") == 1);
+  CHECK(r.number("SELECT count(*) FROM bus_outbox WHERE message_id = 'waiting'") == 1);
+  CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE endpoint = 'shipping'") == 1);
+  // A cleaned message is new again.
+  auto again = store->receive({"billing", "old-0"}, now + 3h);
+  REQUIRE(again);
+  CHECK(again->state == inbox_state::first);
+}
+
+TEST_CASE(BUS_STORE_NAME ": a sweeper claims the sends of a store whose lease ended or that were released, "
+          "each once, and never a live store's") {
+  store_backend backend;
+  auto a = backend.open(); // two processes on one database
+  auto b = backend.open();
+  REQUIRE(a->renew_lease(now + 10s));
+  REQUIRE(b->renew_lease(now + 1h));
+  auto store_sends = [&](bus::message_store& s, const std::string& id,
+                         std::vector<std::string> rows) {
+    auto e = s.receive({"billing", id}, now);
+    REQUIRE(e);
+    REQUIRE(e->transaction->commit(rows));
+  };
+  store_sends(*a, "m-1", {"a1", "a2"});
+  store_sends(*a, "m-2", {"x"});
+  REQUIRE(a->release({"billing", "m-2"}));
+  store_sends(*b, "m-3", {"b1"});
+
+  auto claimed = b->claim_orphans(now, 10); // a is alive: only what it gave up
+  REQUIRE(claimed);
+  REQUIRE(claimed->size() == 1);
+  CHECK((*claimed)[0].key.message_id == "m-2");
+  CHECK((*claimed)[0].stored == std::vector<std::string>{"x"});
+
+  auto later = b->claim_orphans(now + 20s, 10); // a's lease has ended
+  REQUIRE(later);
+  REQUIRE(later->size() == 1);
+  CHECK((*later)[0].key == bus::inbox_key{"billing", "m-1"});
+  CHECK((*later)[0].stored == std::vector<std::string>{"a1", "a2"});
+
+  CHECK(b->claim_orphans(now + 20s, 10)->empty()); // b's own now, and b lives
+  CHECK(a->claim_orphans(now + 20s, 10)->empty()); // b's lease holds, m-3 is b's
+  CHECK(a->claim_orphans(now + 2h, 10)->size() == 3); // b is gone too: everything
+}
+
+TEST_CASE(BUS_STORE_NAME ": tables a later bus wrote are refused when the store opens") {
+  store_backend b;
+  (void)b.open();
+  b.db().exec("UPDATE bus_store_schema SET version = 2");
+  auto store = b.try_open();
+  REQUIRE_FALSE(store);
+  CHECK(store.error().code == bus::errc::store_failure);
+  CHECK_THAT(store.error().message, Catch::Contains("schema version 2"));
+}
+
+TEST_CASE(BUS_STORE_NAME ": copies of every message handled at once by two processes leave each "
+                         "effect once") {
+  store_backend backend;
+  auto one = backend.open(); // two processes on one database, two consumers each
+  auto other = backend.open();
+  constexpr int messages = 30;
+  std::atomic<int> handled{0};
+  auto consume = [&](bus::message_store& store) {
+    for (int i = 0; i < messages; ++i) {
+      bus::inbox_key key{"billing", "m-" + std::to_string(i)};
+      auto e = store.receive(key, now);
+      if (!e)
+        throw std::runtime_error(e.error().message);
+      if (e->state == inbox_state::first) {
+        write_order(*e->transaction, "o-" + std::to_string(i));
+        if (auto done = e->transaction->commit({"invoice " + std::to_string(i)}); !done)
+          throw std::runtime_error(done.error().message);
+        ++handled;
+      }
+      if (e->state != inbox_state::dispatched)
+        if (auto marked = store.mark_dispatched(key, now); !marked)
+          throw std::runtime_error(marked.error().message);
+    }
+  };
+  std::vector<std::future<void>> consumers;
+  for (auto* store : {one.get(), one.get(), other.get(), other.get()})
+    consumers.push_back(std::async(std::launch::async, consume, std::ref(*store)));
+  for (auto& c : consumers)
+    REQUIRE_NOTHROW(c.get());
+  CHECK(handled == messages);
+  CHECK(backend.db().number("SELECT count(*) FROM orders") == messages);
+  CHECK(backend.db().number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NOT NULL")
+        == messages);
+  CHECK(backend.db().number("SELECT count(*) FROM bus_outbox") == 0);
+}
