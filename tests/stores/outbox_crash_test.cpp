@@ -1,11 +1,12 @@
 // The outbox's crash matrix (issue 21): a worker process on a real broker
-// and a real SQLite file kills itself with SIGKILL at one step of one
-// delivery (outbox_crash_worker.cpp): after the handler's commit and before
+// and a real database (a SQLite file, a PostgreSQL database on the
+// fixture's server) kills itself with SIGKILL at one step of one delivery
+// (outbox_crash_worker.cpp): after the handler's commit and before
 // dispatch, after dispatch and before the mark, after the mark and before
-// the acknowledgement. A second worker takes over. Afterwards every order
-// left its effect exactly once in the handler's own table, every sent
-// message reached the receiver and was processed there exactly once, and
-// nothing is left in the outbox.
+// the acknowledgement, and in the middle of a sweep. Another worker takes
+// over. Afterwards every order left its effect exactly once in the
+// handler's own table, every sent message reached the receiver and was
+// processed there exactly once, and nothing is left in the outbox.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -15,7 +16,11 @@
 
 #include "broker.hpp"
 #include "bus/header_names.hpp"
+#include "bus/outgoing_message.hpp"
+#include "bus/postgres_store.hpp"
+#include "bus/sqlite_store.hpp"
 #include "child_process.hpp"
+#include "stores/postgres_server.hpp"
 #include "stores/sqlite_reader.hpp"
 #include "support/eventually.hpp"
 #include "support/scratch_directory.hpp"
@@ -31,12 +36,71 @@ std::string file_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The workers' database, and the test's own connection to read it.
+class crash_database {
+public:
+  explicit crash_database(const std::string& kind) {
+    if (kind == "postgresql") {
+      auto conninfo = bus::test::postgres_server().fresh_database();
+      worker_arg_ = "postgresql:" + conninfo;
+      postgres_ = std::make_unique<bus::test::pg_reader>(conninfo);
+      auto store = bus::postgres_store::open({conninfo});
+      REQUIRE(store);
+      store_ = *store;
+    } else {
+      worker_arg_ = dir_.file("bus.db");
+      sqlite_ = std::make_unique<bus::test::reader>(worker_arg_);
+      auto store = bus::sqlite_store::open({worker_arg_});
+      REQUIRE(store);
+      store_ = *store;
+    }
+  }
+  // How a worker names it (outbox_crash_worker's DB).
+  [[nodiscard]] const std::string& worker_arg() const { return worker_arg_; }
+  // The single number `sql` selects.
+  [[nodiscard]] long long number(const std::string& sql) const {
+    return postgres_ ? postgres_->number(sql) : sqlite_->number(sql);
+  }
+  // A store of the test's own on it, as a third process's.
+  [[nodiscard]] bus::message_store& store() const { return *store_; }
+  [[nodiscard]] const bus::test::scratch_directory& dir() const { return dir_; }
+
+private:
+  bus::test::scratch_directory dir_;
+  std::string worker_arg_;
+  std::unique_ptr<bus::test::reader> sqlite_;
+  std::unique_ptr<bus::test::pg_reader> postgres_;
+  std::shared_ptr<bus::message_store> store_;
+};
+
 std::unique_ptr<bus::test::child_process> start_worker(std::vector<std::string> args,
-                                                       const std::string& output) {
+                                                       const std::string& output,
+                                                       const std::string& sweep_ms = "10000") {
   return std::make_unique<bus::test::child_process>(
     BUS_OUTBOX_CRASH_WORKER, std::move(args),
-    std::vector<std::string>{"BUS_RABBITMQ_URL=" + bus::test::broker_env("BUS_RABBITMQ_URL")},
+    std::vector<std::string>{"BUS_RABBITMQ_URL=" + bus::test::broker_env("BUS_RABBITMQ_URL"),
+                             "BUS_TEST_SWEEP_INTERVAL_MS=" + sweep_ms},
     output);
+}
+
+// Stops a worker that finished its work; it must exit cleanly (a
+// sanitizer's report exits otherwise).
+void stop_worker(bus::test::child_process& worker, const std::string& output) {
+  worker.signal(SIGTERM);
+  auto stopped = worker.wait(60s);
+  REQUIRE(stopped);
+  INFO("worker output:\n" << file_text(output));
+  CHECK(WIFEXITED(*stopped));
+  CHECK(WEXITSTATUS(*stopped) == 0);
+}
+
+// Waits for a worker to kill itself with SIGKILL.
+void expect_killed(bus::test::child_process& worker, const std::string& output) {
+  auto status = worker.wait(60s);
+  INFO("worker output:\n" << file_text(output));
+  REQUIRE(status);
+  REQUIRE(WIFSIGNALED(*status));
+  CHECK(WTERMSIG(*status) == SIGKILL);
 }
 
 bus::envelope order_message(int i, const std::string& type) {
@@ -51,14 +115,14 @@ bus::envelope order_message(int i, const std::string& type) {
 
 TEST_CASE("outbox: kill -9 at each step of a delivery leaves every effect once and every send "
           "processed once",
-          "[rabbitmq][outbox][crash]") {
+          "[rabbitmq][outbox][crash][steps_of_a_delivery]") {
+  auto kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
   auto step = GENERATE(as<std::string>{}, "after_commit", "after_dispatch", "after_mark");
-  DYNAMIC_SECTION("killed " << step) {
-    bus::test::scratch_directory dir;
+  DYNAMIC_SECTION("on " << kind << ", killed " << step) {
+    crash_database db(kind);
     auto endpoint = bus::test::unique_name("outbox." + step);
     auto type = bus::test::unique_name("order");
-    auto db_path = dir.file("bus.db");
-    auto output = dir.file("worker.out");
+    auto output = db.dir().file("worker.out");
     auto producer = bus::test::connect_transport();
     REQUIRE(producer->declare_queue(endpoint));
     // The receiver's queue too: the worker's first endpoint takes these
@@ -68,26 +132,16 @@ TEST_CASE("outbox: kill -9 at each step of a delivery leaves every effect once a
       REQUIRE(producer->send(endpoint, order_message(i, type)));
 
     // The fifth delivery to reach the step kills the process.
-    auto first = start_worker({endpoint, type, db_path, step, "5"}, output);
-    auto status = first->wait(60s);
-    INFO("worker output:\n" << file_text(output));
-    REQUIRE(status);
-    REQUIRE(WIFSIGNALED(*status));
-    CHECK(WTERMSIG(*status) == SIGKILL);
+    auto first = start_worker({endpoint, type, db.worker_arg(), step, "5"}, output);
+    expect_killed(*first, output);
 
-    auto second = start_worker({endpoint, type, db_path}, output);
-    bus::test::reader db(db_path);
+    auto second = start_worker({endpoint, type, db.worker_arg()}, output);
     auto all_done = [&] {
       return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == orders
              && db.number("SELECT count(*) FROM bus_outbox") == 0;
     };
     CHECK(bus::test::eventually(all_done, 60s));
-    second->signal(SIGTERM);
-    auto stopped = second->wait(60s);
-    REQUIRE(stopped);
-    INFO("worker output:\n" << file_text(output));
-    CHECK(WIFEXITED(*stopped));
-    CHECK(WEXITSTATUS(*stopped) == 0); // a sanitizer's report exits otherwise
+    stop_worker(*second, output);
 
     CHECK(db.number("SELECT count(*) FROM effects") == orders);
     CHECK(db.number("SELECT count(DISTINCT order_id) FROM effects") == orders);
@@ -103,5 +157,50 @@ TEST_CASE("outbox: kill -9 at each step of a delivery leaves every effect once a
       CHECK_THAT(log, Catch::Contains(endpoint + ".next' already"));
     else // marked, not acknowledged: the copy is dropped by the sender's inbox
       CHECK_THAT(log, Catch::Contains("by endpoint '" + endpoint + "' already (its inbox record)"));
+  }
+}
+
+TEST_CASE("outbox: kill -9 in the middle of a sweep: another process's sweeper sends the rest, and "
+          "each is processed once",
+          "[rabbitmq][outbox][crash][middle_of_a_sweep]") {
+  auto kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  DYNAMIC_SECTION("on " << kind) {
+    crash_database db(kind);
+    auto endpoint = bus::test::unique_name("outbox.sweep");
+    auto type = bus::test::unique_name("order");
+    auto output = db.dir().file("worker.out");
+    auto producer = bus::test::connect_transport();
+    REQUIRE(producer->declare_queue(endpoint));
+    REQUIRE(producer->declare_queue(endpoint + ".next"));
+    // Sends that a dead process stored and gave up: only a sweep sends them.
+    for (int i = 0; i < orders; ++i) {
+      bus::inbox_key key{endpoint, "m-" + std::to_string(i)};
+      auto stored = db.store().receive(key, std::chrono::system_clock::now());
+      REQUIRE(stored);
+      auto record = bus::encode_outgoing({endpoint + ".next", order_message(i, type), {}});
+      REQUIRE(record);
+      REQUIRE(stored->transaction->commit({*record}));
+      REQUIRE(db.store().release(key));
+    }
+
+    // The third sweep's send to go out kills the process before its mark.
+    auto first = start_worker({endpoint, type, db.worker_arg(), "after_dispatch", "3"}, output,
+                              "200");
+    expect_killed(*first, output);
+    CHECK(db.number("SELECT count(*) FROM bus_outbox") > 0);
+
+    // The dead one's lease lasts three sweep intervals; then the second's
+    // sweeper claims what it held and sends it.
+    auto second = start_worker({endpoint, type, db.worker_arg()}, output, "200");
+    auto all_done = [&] {
+      return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == orders
+             && db.number("SELECT count(*) FROM bus_outbox") == 0;
+    };
+    CHECK(bus::test::eventually(all_done, 60s));
+    stop_worker(*second, output);
+    CHECK(db.number("SELECT count(*) FROM next_effects") == orders);
+    CHECK(db.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NULL") == 0);
+    // The one sent and not marked went out twice; the receiver's inbox dropped the copy.
+    CHECK_THAT(file_text(output), Catch::Contains(endpoint + ".next' already"));
   }
 }

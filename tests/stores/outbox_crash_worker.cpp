@@ -1,16 +1,19 @@
 // The worker process of the outbox crash matrix (outbox_crash_test.cpp):
-// two endpoints on the broker with an outbox on one SQLite file. ENDPOINT
+// two endpoints on the broker with an outbox on one database: a SQLite
+// file, or PostgreSQL when DB is "postgresql:<connection string>". ENDPOINT
 // records each order in its own table `effects` and sends it on to
 // ENDPOINT.next, whose handler records it in `next_effects`: the receiver
 // with an inbox of its own.
 //
 //   BUS_RABBITMQ_URL=amqp://... outbox_crash_worker ENDPOINT TYPE DB [STEP N]
 //
-// With STEP, the process kills itself with SIGKILL the Nth time ENDPOINT's
-// delivery reaches STEP: after_commit (the commit returned, nothing sent),
-// after_dispatch (every send went out, not yet marked), after_mark (marked,
-// not yet acknowledged). It prints "ready" once it consumes and runs until
+// With STEP, the process kills itself with SIGKILL the Nth time a delivery
+// or a sweep reaches STEP: after_commit (the commit returned, nothing
+// sent), after_dispatch (every send went out, not yet marked), after_mark
+// (marked, not yet acknowledged). It prints "ready" once it consumes and runs until
 // SIGTERM, then stops the bus and prints each endpoint's counters.
+// BUS_TEST_SWEEP_INTERVAL_MS sets both endpoints' sweep interval (the
+// process's lease on its records lasts three).
 #include <atomic>
 #include <csignal>
 #include <functional>
@@ -20,10 +23,12 @@
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
 #include "bus/bus.hpp"
+#include "bus/postgres_store.hpp"
 #include "bus/rabbitmq_transport.hpp"
 #include "bus/sqlite_store.hpp"
 
@@ -35,7 +40,7 @@ struct order {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(order, id)
 
 // A transaction that calls `committed` after a commit that stored sends.
-// The handler writes through the SQLite connection it wraps.
+// The handler writes through the store's transaction it wraps (inner()).
 class crashing_transaction : public bus::store_transaction {
 public:
   crashing_transaction(std::unique_ptr<bus::store_transaction> inner, std::function<void()> committed)
@@ -47,9 +52,7 @@ public:
     return done;
   }
   void rollback() noexcept override { inner_->rollback(); }
-  [[nodiscard]] sqlite3* connection() const {
-    return dynamic_cast<bus::sqlite_transaction&>(*inner_).connection();
-  }
+  [[nodiscard]] bus::store_transaction& inner() const { return *inner_; }
 
 private:
   std::unique_ptr<bus::store_transaction> inner_;
@@ -103,21 +106,57 @@ private:
   std::atomic<int> left_;
 };
 
-// The attempt's connection, whichever store ENDPOINT has.
-sqlite3* connection_of(bus::handler_context& ctx) {
-  if (auto* t = dynamic_cast<crashing_transaction*>(&ctx.transaction<bus::store_transaction>()))
-    return t->connection();
-  return ctx.transaction<bus::sqlite_transaction>().connection();
-}
-
-void record(sqlite3* db, const char* table, const std::string& id) {
-  auto sql = std::string("INSERT INTO ") + table + " (order_id) VALUES ('" + id + "')";
+// Runs SQL of the handler's on the attempt's connection, whichever store.
+void exec_in(bus::store_transaction& t, const std::string& sql) {
+  if (auto* crashing = dynamic_cast<crashing_transaction*>(&t))
+    return exec_in(crashing->inner(), sql);
+  if (auto* pg = dynamic_cast<bus::postgres_transaction*>(&t)) {
+    PGresult* r = PQexec(pg->connection(), sql.c_str());
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok)
+      throw std::runtime_error(sql + ": " + PQerrorMessage(pg->connection()));
+    return;
+  }
   char* error = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+  if (sqlite3_exec(dynamic_cast<bus::sqlite_transaction&>(t).connection(), sql.c_str(), nullptr,
+                   nullptr, &error)
+      != SQLITE_OK) {
     std::string why = error ? error : "unknown";
     sqlite3_free(error);
-    throw std::runtime_error("cannot record order " + id + ": " + why);
+    throw std::runtime_error(sql + ": " + why);
   }
+}
+
+void record(bus::handler_context& ctx, const char* table, const std::string& id) {
+  exec_in(ctx.transaction<bus::store_transaction>(),
+          std::string("INSERT INTO ") + table + " (order_id) VALUES ('" + id + "')");
+}
+
+constexpr const char* tables_sql = "CREATE TABLE IF NOT EXISTS effects (order_id TEXT NOT NULL);"
+                                   "CREATE TABLE IF NOT EXISTS next_effects (order_id TEXT NOT NULL);";
+
+// The user's tables and the store on DB.
+bus::result<std::shared_ptr<bus::message_store>> open_store(const std::string& db) {
+  constexpr std::string_view postgres = "postgresql:";
+  if (db.compare(0, postgres.size(), postgres) == 0) {
+    auto conninfo = db.substr(postgres.size());
+    PGconn* conn = PQconnectdb(conninfo.c_str());
+    PQclear(PQexec(conn, tables_sql));
+    PQfinish(conn);
+    auto store = bus::postgres_store::open({conninfo});
+    if (!store)
+      return store.error();
+    return std::shared_ptr<bus::message_store>(*store);
+  }
+  sqlite3* conn = nullptr;
+  sqlite3_open(db.c_str(), &conn);
+  sqlite3_exec(conn, tables_sql, nullptr, nullptr, nullptr);
+  sqlite3_close(conn);
+  auto store = bus::sqlite_store::open({db});
+  if (!store)
+    return store.error();
+  return std::shared_ptr<bus::message_store>(*store);
 }
 
 std::string counters(const bus::endpoint_stats& s) {
@@ -126,23 +165,17 @@ std::string counters(const bus::endpoint_stats& s) {
          + " failed_attempts=" + std::to_string(s.failed_attempts);
 }
 
-int run(const std::string& endpoint, const std::string& type, const std::string& db_path,
+int run(const std::string& endpoint, const std::string& type, const std::string& db,
         const std::string& step, int n) {
-  {
-    sqlite3* db = nullptr;
-    sqlite3_open(db_path.c_str(), &db);
-    sqlite3_exec(db,
-                 "CREATE TABLE IF NOT EXISTS effects (order_id TEXT NOT NULL);"
-                 "CREATE TABLE IF NOT EXISTS next_effects (order_id TEXT NOT NULL);",
-                 nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
-  auto opened = bus::sqlite_store::open({db_path});
+  auto opened = open_store(db);
   if (!opened) {
     std::fprintf(stderr, "outbox worker: %s\n", to_string(opened.error()).c_str());
     return 2;
   }
   std::shared_ptr<bus::message_store> store = *opened;
+  bus::outbox_options options;
+  if (const char* ms = std::getenv("BUS_TEST_SWEEP_INTERVAL_MS"))
+    options.sweep_interval = std::chrono::milliseconds(std::atoi(ms));
   std::shared_ptr<bus::message_store> upstream_store =
     step.empty() ? store : std::make_shared<crashing_store>(store, step, n);
 
@@ -164,15 +197,19 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
   bus::bus_builder b{sys};
   b.name("outbox-worker").transport(*transport).message<order>(type);
   b.endpoint(endpoint, [&](bus::endpoint_builder& e) {
-    e.slots(4).outbox(upstream_store).handle<order>([next](const order& m, bus::handler_context& ctx) {
-      record(connection_of(ctx), "effects", m.id);
+    e.slots(4).outbox(upstream_store, options).handle<order>([next](const order& m,
+                                                                     bus::handler_context& ctx) {
+      record(ctx, "effects", m.id);
       if (auto sent = ctx.send(next, order{m.id}); !sent)
         throw std::runtime_error(to_string(sent.error()));
     });
   });
   b.endpoint(next, [&](bus::endpoint_builder& e) {
-    e.slots(4).outbox(store).handle<order>([](const order& m, bus::handler_context& ctx) {
-      record(ctx.transaction<bus::sqlite_transaction>().connection(), "next_effects", m.id);
+    // The same store: whichever endpoint's sweeper takes orphans, it counts
+    // (the receiver itself never marks: it sends nothing).
+    e.slots(4).outbox(upstream_store, options).handle<order>([](const order& m,
+                                                               bus::handler_context& ctx) {
+      record(ctx, "next_effects", m.id);
     });
   });
   auto built = b.build();

@@ -1,6 +1,6 @@
 // The tests' PostgreSQL server (scripts/postgres-test-server.sh), found
-// through $BUS_TEST_POSTGRES_DIR/server.env as the ctest fixture
-// "postgres" wrote it, or one a test starts for itself (to crash it
+// through BUS_POSTGRES_TEST_DIR/server.env as the ctest fixture "postgres"
+// wrote it, or one a test starts for itself (to crash it
 // without disturbing the others), and a database of each test's own on it.
 #pragma once
 
@@ -15,8 +15,8 @@
 
 #include "support/scratch_directory.hpp"
 
-#ifndef BUS_POSTGRES_TEST_SERVER
-#error "BUS_POSTGRES_TEST_SERVER: the path of scripts/postgres-test-server.sh"
+#if !defined(BUS_POSTGRES_TEST_SERVER) || !defined(BUS_POSTGRES_TEST_DIR)
+#error "BUS_POSTGRES_TEST_SERVER (scripts/postgres-test-server.sh) and BUS_POSTGRES_TEST_DIR (the fixture's) must be defined"
 #endif
 
 namespace bus::test {
@@ -79,14 +79,8 @@ private:
 // A server: the fixture's (shared by every test), or one of the test's own.
 class postgres_server {
 public:
-  // The fixture's server.
-  postgres_server() {
-    const char* dir = std::getenv("BUS_TEST_POSTGRES_DIR");
-    if (dir == nullptr || *dir == '\0')
-      FAIL("BUS_TEST_POSTGRES_DIR is not set: run the PostgreSQL tests through ctest, whose "
-           "fixture starts the server (scripts/postgres-test-server.sh start DIR)");
-    dir_ = dir;
-  }
+  // The fixture's server (started by ctest before the tests that need it).
+  postgres_server() : dir_(BUS_POSTGRES_TEST_DIR) {}
   // A server of the test's own, stopped and removed with this object.
   struct own_t {};
   explicit postgres_server(own_t) : own_(std::make_unique<scratch_directory>()) {
