@@ -62,6 +62,8 @@ void dispatch_stored(consumer* self, const std::vector<std::string>& rows) {
   }
   if (!claim_ending(self))
     return;
+  // A copy too: the handler does not run again.
+  rt.counters().duplicates.fetch_add(1, std::memory_order_relaxed);
   rt.log().outbox->info("message {} was handled by endpoint '{}' already; sending the {} message(s) "
                         "it stored that did not all go out",
                         id, rt.name(), outbox.size());

@@ -54,6 +54,12 @@ public:
       REQUIRE(store);
       store_ = *store;
     }
+    // The workers' own tables (they create them too, if missing): the test
+    // may look before either worker started.
+    for (const char* table : {"effects", "next_effects"}) {
+      auto sql = std::string("CREATE TABLE IF NOT EXISTS ") + table + " (order_id TEXT NOT NULL)";
+      postgres_ ? postgres_->exec(sql) : sqlite_->exec(sql);
+    }
   }
   // How a worker names it (outbox_crash_worker's DB).
   [[nodiscard]] const std::string& worker_arg() const { return worker_arg_; }
@@ -202,5 +208,51 @@ TEST_CASE("outbox: kill -9 in the middle of a sweep: another process's sweeper s
     CHECK(db.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NULL") == 0);
     // The one sent and not marked went out twice; the receiver's inbox dropped the copy.
     CHECK_THAT(file_text(output), Catch::Contains(endpoint + ".next' already"));
+  }
+}
+
+TEST_CASE("outbox: every message delivered twice, the copies landing at once on two processes "
+          "sharing one database: each effect once",
+          "[rabbitmq][outbox][crash][two_processes]") {
+  auto kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  DYNAMIC_SECTION("on " << kind) {
+    crash_database db(kind);
+    auto endpoint = bus::test::unique_name("outbox.twice");
+    auto type = bus::test::unique_name("order");
+    auto producer = bus::test::connect_transport();
+    REQUIRE(producer->declare_queue(endpoint));
+    REQUIRE(producer->declare_queue(endpoint + ".next"));
+    constexpr int messages = 40;
+    // Both copies queued before either process consumes: with 4 slots each,
+    // the two processes take copies of the same message at the same time.
+    for (int i = 0; i < messages; ++i) {
+      REQUIRE(producer->send(endpoint, order_message(i, type)));
+      REQUIRE(producer->send(endpoint, order_message(i, type)));
+    }
+    auto one_output = db.dir().file("one.out");
+    auto other_output = db.dir().file("other.out");
+    auto one = start_worker({endpoint, type, db.worker_arg()}, one_output);
+    auto other = start_worker({endpoint, type, db.worker_arg()}, other_output);
+    auto all_done = [&] {
+      return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == messages
+             && db.number("SELECT count(*) FROM bus_outbox") == 0;
+    };
+    CHECK(bus::test::eventually(all_done, 60s));
+    stop_worker(*one, one_output);
+    stop_worker(*other, other_output);
+    CHECK(db.number("SELECT count(*) FROM effects") == messages);
+    CHECK(db.number("SELECT count(*) FROM next_effects") == messages);
+    CHECK(db.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NULL") == 0);
+    // Each copy was recognised by the inbox and counted, on one process or the other.
+    auto duplicates = [](const std::string& out, const std::string& name) {
+      auto at = out.find(name + ": ");
+      REQUIRE(at != std::string::npos);
+      auto count = out.find("duplicates=", at);
+      return std::stoi(out.substr(count + std::string("duplicates=").size()));
+    };
+    auto one_log = file_text(one_output);
+    auto other_log = file_text(other_output);
+    INFO(one_log << other_log);
+    CHECK(duplicates(one_log, endpoint) + duplicates(other_log, endpoint) == messages);
   }
 }

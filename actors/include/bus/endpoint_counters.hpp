@@ -31,7 +31,8 @@ struct endpoint_stats {
   std::uint64_t retries_denied = 0; // retries the retry budget refused (each took its fallback)
   std::uint64_t expired = 0;        // never run: expired (also counted as discarded or dead-lettered)
   std::uint64_t duplicates = 0;     // copies of a message handled already, seen by the outbox's
-                                    // inbox: acknowledged without a handler (also counted as handled)
+                                    // inbox: ended without their handler, after sending what it
+                                    // stored if that had not gone out (also counted as handled)
   std::uint64_t inbox_cleanups = 0;        // cleanups of the outbox's inbox records that ran through
   std::uint64_t inbox_records_cleaned = 0; // inbox records they deleted (past retention)
 };
