@@ -174,12 +174,14 @@ result<std::unique_ptr<postgres_connection>> postgres_pool::take() {
     return error{errc::store_failure, label + ": cannot connect: out of memory"};
   if (PQstatus(c->conn) != CONNECTION_OK)
     return failure(*c, "cannot connect");
-  auto set_timeout = "SET lock_timeout = "
-                     + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        settings.lock_timeout)
-                                        .count());
-  if (!succeeded(c->exec(set_timeout.c_str())))
-    return failure(*c, "cannot set the lock timeout");
+  // Warnings only: "relation already exists, skipping" on every connection
+  // would go to the process's stderr (libpq's default notice processor).
+  auto session = "SET client_min_messages = warning; SET lock_timeout = "
+                 + std::to_string(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(settings.lock_timeout)
+                     .count());
+  if (!succeeded(c->exec(session.c_str())))
+    return failure(*c, "cannot set the session's lock timeout");
   if (auto created = c->exec(schema_sql); !succeeded(created)) {
     auto err = failure(*c, "cannot create the bus's tables", created);
     c->roll_back();
