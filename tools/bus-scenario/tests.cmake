@@ -216,6 +216,10 @@ bus_scenario_refused("retry budget and deadline fields are checked, each mistake
 
 # -- issue 21: the outbox and inbox on SQLite ------------------------------------
 
+bus_scenario_test("with an outbox a handler that fails once and a copy delivered again send onward once; without, twice"
+                  outbox)
+bus_scenario_test("an outbox on the wall clock ends as it does on virtual time"
+                  outbox ARGS --real-time)
 bus_scenario_refused("outbox values, handler sends and copies are checked, each mistake naming its field"
   ARGS ${_scenario_invalid}/outbox_fields.json
   EXPECTED "endpoints[0].outbox: endpoint \"billing\": unknown store \"postgresql\"; expected \"sqlite\""
