@@ -179,6 +179,24 @@ TEST_CASE("outbox: a failed attempt leaves neither its row nor its send; the ret
   CHECK(h.stats("billing").handled == 1);
 }
 
+TEST_CASE("harness: advance_until stops once its condition holds, though an outbox's sweeper "
+          "and cleaner keep timers pending for ever") {
+  billing_db f;
+  bus::testing::harness h;
+  billing billing{f.store};
+  billing.fail_first = 1;
+  auto& bus = billing.start(h, 1s);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}, with_id("m-1")));
+  auto passed = h.advance_until([&] { return h.stats("billing").handled == 1; });
+  CHECK(passed == 1s); // the retry's delay, not a sweep or a year of them
+  CHECK(h.queue("invoices").size() == 1);
+  // A condition that never holds ends at the last timer within the limit:
+  // sweeps every 10 s, so within 10 s of it.
+  auto more = h.advance_until([] { return false; }, 1min);
+  CHECK(more <= 1min);
+  CHECK(more > 50s);
+}
+
 TEST_CASE("outbox: sends stored by an attempt that never got them out go out when the message "
           "returns, without its handler") {
   started_billing rig;

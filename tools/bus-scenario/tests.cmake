@@ -213,3 +213,32 @@ bus_scenario_refused("retry budget and deadline fields are checked, each mistake
            "endpoints[0].retry_budget.fallback: unknown fallback \"later\"; expected terminal, next_tier or longest_delay"
            "endpoints[0].inherit_deadline: expected"
            "send[0].time_to_live: expected a duration")
+
+# -- issue 21: the outbox and inbox on SQLite ------------------------------------
+
+bus_scenario_test("with an outbox a handler that fails once and a copy delivered again send onward once; without, twice"
+                  outbox)
+bus_scenario_test("an outbox on the wall clock ends as it does on virtual time"
+                  outbox ARGS --real-time)
+bus_scenario_refused("outbox values, handler sends and copies are checked, each mistake naming its field"
+  ARGS ${_scenario_invalid}/outbox_fields.json
+  EXPECTED "endpoints[0].outbox: endpoint \"billing\": unknown store \"postgresql\"; expected \"sqlite\""
+           "endpoints[1].outbox.sqlite: endpoint \"invoicing\": expected the path of the database file"
+           "endpoints[2].outbox.sqlit: unknown field (did you mean \"sqlite\"?)"
+           "endpoints[3].outbox: endpoint \"stock\": expected \"sqlite\""
+           "endpoints[4].handlers[0].sends[0].to: unknown endpoint \"shiping\" (did you mean \"shipping\"?)"
+           "endpoints[4].handlers[0].sends[2]: the handler sends invoice_created already"
+           "send[0].name: '/' is kept for the messages handlers send"
+           "send[1].copies: expected a positive integer")
+bus_scenario_refused("a handler served by an actor cannot send"
+  ARGS ${_scenario_invalid}/actor_sends.json
+  EXPECTED "endpoints[0].handlers[0].sends: a handler with \"die\" or \"takes\" in a script runs in an actor")
+bus_scenario_refused("an outbox the bus refuses is reported in the bus's words, naming the endpoint"
+  ARGS ${_scenario_invalid}/outbox_refused.json
+  EXPECTED "the bus was refused: invalid_configuration"
+           "endpoint 'billing': a handler served by an actor cannot write in the outbox's transaction"
+           "endpoint 'billing': its outbox keeps inbox records for 168:00:00, but the handler of 'order_placed' may retry a message for 720:00:00")
+bus_scenario_refused("an outbox file that cannot be opened is refused, naming the endpoint and the file"
+  ARGS ${_scenario_invalid}/outbox_no_file.json
+  EXPECTED "endpoint 'billing': its outbox's store did not open: sqlite '"
+           "no-such-directory/billing.db': cannot open the database")

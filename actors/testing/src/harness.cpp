@@ -125,6 +125,19 @@ duration harness::advance_until_idle(duration limit) {
   return std::chrono::duration_cast<duration>(impl_->sched.clock().now() - from);
 }
 
+duration harness::advance_until(const std::function<bool()>& done, duration limit) {
+  auto from = impl_->sched.clock().now();
+  auto until = from + limit;
+  impl_->sched.run();
+  while (!done()) {
+    auto next = impl_->next_timer();
+    if (!next || *next > until)
+      break;
+    impl_->advance_to(*next);
+  }
+  return std::chrono::duration_cast<duration>(impl_->sched.clock().now() - from);
+}
+
 duration harness::elapsed() const {
   return std::chrono::duration_cast<duration>(impl_->sched.clock().now() - impl_->started);
 }

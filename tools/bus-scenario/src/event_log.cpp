@@ -58,9 +58,34 @@ bool has_reason(event_kind kind) {
 } // namespace
 
 event_log::event_log(std::ostream& out, std::shared_ptr<const message_names> names,
-                     std::function<duration()> clock, std::vector<std::string> messages)
-    : out_(&out), names_(std::move(names)), clock_(std::move(clock)),
-      messages_(std::move(messages)) {}
+                     std::function<duration()> clock, const std::vector<send_spec>& sends)
+    : out_(&out), names_(std::move(names)), clock_(std::move(clock)) {
+  for (const auto& m : sends) {
+    messages_.push_back(m.name);
+    copies_[m.name] = m.copies;
+  }
+}
+
+std::vector<std::string> event_log::all_messages() const {
+  auto out = messages_;
+  for (auto& name : names_->names())
+    if (copies_.count(name) == 0)
+      out.push_back(std::move(name));
+  return out;
+}
+
+bool event_log::ended(const std::string& name) const {
+  auto own = copies_.find(name);
+  auto deliveries = own != copies_.end() ? static_cast<std::size_t>(own->second)
+                                         : names_->ids_of(name);
+  auto seen = endings_.find(name);
+  return seen != endings_.end() && seen->second >= deliveries;
+}
+
+bool event_log::all_ended() const {
+  auto all = all_messages();
+  return std::all_of(all.begin(), all.end(), [&](const std::string& name) { return ended(name); });
+}
 
 nlohmann::ordered_json event_log::line_of(const bus_event& e) const {
   nlohmann::ordered_json j;
@@ -99,8 +124,10 @@ void event_log::record(const bus_event& e) noexcept {
     *out_ << line << '\n';
     ++counts_[e.kind];
     if (ends_message(e.kind))
-      if (auto name = names_->find(e.message_id))
+      if (auto name = names_->find(e.message_id)) {
         outcomes_[*name] = std::string(to_string(e.kind));
+        ++endings_[*name];
+      }
     changed_.notify_all();
   } catch (...) {
     // An observer must not throw into the bus; a line lost to a full disk
@@ -146,21 +173,28 @@ void event_log::close() {
 
 bool event_log::finished() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return outcomes_.size() == messages_.size();
+  return all_ended();
 }
 
 bool event_log::wait_until_finished(std::chrono::steady_clock::duration timeout) {
+  // A message a handler sends is learnt when it goes out, before the
+  // handler's message ends: an ending event is the moment to look again.
   std::unique_lock<std::mutex> lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return outcomes_.size() == messages_.size(); });
+  return changed_.wait_for(lock, timeout, [&] { return all_ended(); });
 }
 
 nlohmann::ordered_json event_log::summary(const script_book& book) const {
   std::lock_guard<std::mutex> guard(mutex_);
+  auto all = all_messages();
+  // A message's outcome is its last delivery's ending, once all ended.
+  auto outcome_of = [&](const std::string& name) {
+    return ended(name) ? outcomes_.at(name) : std::string("unfinished");
+  };
   nlohmann::ordered_json outcomes;
-  for (auto kind : {"handled", "dead_lettered", "discarded", "skipped"})
-    outcomes[kind] = std::count_if(outcomes_.begin(), outcomes_.end(),
-                                   [&](const auto& o) { return o.second == kind; });
-  outcomes["unfinished"] = messages_.size() - outcomes_.size();
+  for (auto kind : {"handled", "dead_lettered", "discarded", "skipped", "unfinished"})
+    outcomes[kind] = std::count_if(all.begin(), all.end(), [&](const std::string& name) {
+      return outcome_of(name) == kind;
+    });
   nlohmann::ordered_json events;
   for (auto kind : all_kinds) {
     auto it = counts_.find(kind);
@@ -176,13 +210,10 @@ nlohmann::ordered_json event_log::summary(const script_book& book) const {
     if (auto it = counts_.find(kind); it != counts_.end() && it->second > 0)
       events[std::string(to_string(kind))] = it->second;
   nlohmann::ordered_json by_message;
-  for (const auto& name : messages_) {
-    auto it = outcomes_.find(name);
-    by_message[name] = {{"outcome", it == outcomes_.end() ? "unfinished" : it->second},
-                        {"attempts", book.attempts(name)}};
-  }
+  for (const auto& name : all)
+    by_message[name] = {{"outcome", outcome_of(name)}, {"attempts", book.attempts(name)}};
   nlohmann::ordered_json s;
-  s["messages"] = messages_.size();
+  s["messages"] = all.size();
   s["outcomes"] = std::move(outcomes);
   s["events"] = std::move(events);
   s["attempts"] = book.total_attempts();

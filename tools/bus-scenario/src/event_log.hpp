@@ -25,10 +25,11 @@ namespace bus::scenario {
 
 class event_log {
 public:
-  // `messages`: the scenario's message names, in the order they were
-  // written; `clock`: the time since the start of the run.
+  // `sends`: the scenario's messages, in the order they are sent; `clock`:
+  // the time since the start of the run. The messages handlers send are
+  // learnt from `names` as they go out.
   event_log(std::ostream& out, std::shared_ptr<const message_names> names,
-            std::function<duration()> clock, std::vector<std::string> messages);
+            std::function<duration()> clock, const std::vector<send_spec>& sends);
 
   void record(const bus_event& e) noexcept;
   // A fault<T> the bus raised: a "fault_raised" line, kept for faults().
@@ -36,8 +37,10 @@ public:
   void record_fault(const raised_fault& f) noexcept;
   [[nodiscard]] std::vector<raised_fault> faults() const;
 
-  // Whether every message has ended: handled, dead-lettered, discarded or
-  // skipped.
+  // Whether every delivery of every message has ended: handled,
+  // dead-lettered, discarded or skipped. A message's deliveries are its
+  // copies ("copies"); for one a handler sent, each message id it went out
+  // with.
   [[nodiscard]] bool finished() const;
   // Waits until finished() or `timeout` has passed (wall clock); returns
   // finished().
@@ -56,15 +59,23 @@ public:
   [[nodiscard]] nlohmann::ordered_json line_of(const raised_fault& f) const;
 
 private:
+  // With mutex_ held. Every message: the scenario's, then those handlers
+  // sent, in the order they first went out.
+  [[nodiscard]] std::vector<std::string> all_messages() const;
+  [[nodiscard]] bool ended(const std::string& name) const;
+  [[nodiscard]] bool all_ended() const;
+
   std::ostream* out_;
   std::shared_ptr<const message_names> names_;
   std::function<duration()> clock_;
-  std::vector<std::string> messages_;
+  std::vector<std::string> messages_; // the scenario's own, in the order they are sent
+  std::map<std::string, int> copies_; // the scenario's own -> deliveries that must end
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<event_kind, std::size_t> counts_;
-  std::map<std::string, std::string> outcomes_; // message name -> its ending event
+  std::map<std::string, std::string> outcomes_; // message name -> its last ending event
+  std::map<std::string, std::size_t> endings_;  // message name -> ending events seen
   std::vector<raised_fault> faults_;
   bool closed_ = false;
 };

@@ -6,7 +6,22 @@ namespace bus::scenario {
 
 void message_names::remember(const std::string& message_id, std::string name) {
   std::lock_guard<std::mutex> guard(mutex_);
+  if (names_.count(message_id) > 0)
+    return;
+  if (ids_of_[name]++ == 0)
+    order_.push_back(name);
   names_.emplace(message_id, std::move(name));
+}
+
+std::vector<std::string> message_names::names() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return order_;
+}
+
+std::size_t message_names::ids_of(const std::string& name) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto it = ids_of_.find(name);
+  return it == ids_of_.end() ? 0 : it->second;
 }
 
 std::optional<std::string> message_names::find(const std::string& message_id) const {

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bus/transport.hpp"
 #include "fault_log.hpp"
@@ -35,6 +36,12 @@ class message_names {
 public:
   void remember(const std::string& message_id, std::string name);
   [[nodiscard]] std::optional<std::string> find(const std::string& message_id) const;
+  // Every name seen, in the order its first message id went out.
+  [[nodiscard]] std::vector<std::string> names() const;
+  // How many message ids went out with `name`: each is a message of its
+  // own that ends once per delivery (a handler that runs twice without an
+  // outbox sends two; copies of one message share one id).
+  [[nodiscard]] std::size_t ids_of(const std::string& name) const;
 
   void remember_skip_reason(const std::string& message_id, std::string reason);
   // The bus-skipped-reason of the message's copy on a skipped queue, if one
@@ -44,6 +51,8 @@ public:
 private:
   mutable std::mutex mutex_;
   std::map<std::string, std::string> names_;
+  std::vector<std::string> order_;             // names, by their first id
+  std::map<std::string, std::size_t> ids_of_; // name -> distinct ids
   std::map<std::string, std::string> skip_reasons_;
 };
 

@@ -94,6 +94,13 @@ bool assign_actors(scenario& s, const node& endpoints, diagnostics& d) {
         continue;
       }
       ok = check_actor_script(d, join_path(path, "script"), h.script) && ok;
+      if (!h.sends.empty()) {
+        d.error(join_path(path, "sends"),
+                "a handler with \"die\" or \"takes\" in a script runs in an actor, which has no "
+                "handler context to send with; give sends to handlers without \"die\" or "
+                "\"takes\"");
+        ok = false;
+      }
       for (const auto* m : overrides)
         if (checked.insert(m->script_path).second)
           ok = check_actor_script(d, m->script_path, *m->script) && ok;
@@ -129,8 +136,70 @@ bool check_script_targets(const scenario& s, diagnostics& d) {
   return ok;
 }
 
-std::optional<handler_spec> parse_handler(const node& n, const std::vector<std::string>& types) {
-  auto o = n.as_object({"message", "policy", "script", "outages", "timeout"});
+// {"type": "invoice_created", "to": "shipping"}: a message the handler sends.
+std::optional<onward_send> parse_onward_send(const node& n, const std::vector<std::string>& types,
+                                             const std::vector<std::string>& endpoints) {
+  auto o = n.as_object({"type", "to"});
+  if (!o)
+    return std::nullopt;
+  onward_send out;
+  bool ok = true;
+  if (auto f = o->require("type")) {
+    auto slot = message_slot_of(*f, types);
+    ok = ok && slot;
+    if (slot) {
+      out.message_slot = *slot;
+      out.type = types[*slot];
+    }
+  } else {
+    ok = false;
+  }
+  if (auto f = o->require("to")) {
+    auto to = f->as_string();
+    if (to && std::find(endpoints.begin(), endpoints.end(), *to) == endpoints.end()) {
+      f->error(unknown_name_text("endpoint", *to, endpoints));
+      ok = false;
+    }
+    ok = ok && to;
+    out.to = to.value_or("");
+  } else {
+    ok = false;
+  }
+  if (!ok)
+    return std::nullopt;
+  return out;
+}
+
+// The handler's "sends": one of each type, since the type names what it
+// sends (onward_name).
+bool parse_onward_sends(const node& n, const std::vector<std::string>& types,
+                        const std::vector<std::string>& endpoints, std::vector<onward_send>& out) {
+  auto items = n.as_array();
+  if (!items)
+    return false;
+  bool ok = true;
+  for (const auto& item : *items) {
+    auto send = parse_onward_send(item, types, endpoints);
+    if (!send) {
+      ok = false;
+      continue;
+    }
+    auto same_type = [&](const onward_send& x) { return x.type == send->type; };
+    if (std::any_of(out.begin(), out.end(), same_type)) {
+      item.error("the handler sends " + send->type + " already; what it sends is named after the "
+                 "message it handles and the type (<message>/" + send->type
+                 + "), so one of each type");
+      ok = false;
+      continue;
+    }
+    out.push_back(std::move(*send));
+  }
+  return ok;
+}
+
+std::optional<handler_spec> parse_handler(const node& n, const std::vector<std::string>& types,
+                                          const std::vector<std::string>& endpoints) {
+  auto o = n.as_object({"message", "policy", "script", "outages", "timeout", "sends"});
   if (!o)
     return std::nullopt;
   handler_spec h;
@@ -161,6 +230,8 @@ std::optional<handler_spec> parse_handler(const node& n, const std::vector<std::
     h.script.push_back(step::of(step::kind::succeed));
   if (auto f = o->get("outages"))
     ok = read_list(*f, h.outages, parse_outage) && ok;
+  if (auto f = o->get("sends"))
+    ok = parse_onward_sends(*f, types, endpoints, h.sends) && ok;
   if (auto f = o->get("timeout")) {
     h.timeout = f->as_duration();
     if (h.timeout && *h.timeout <= duration{}) {
@@ -190,10 +261,45 @@ std::optional<rate_limit_spec> parse_rate_limit(const node& n) {
   return r;
 }
 
-std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std::string>& types) {
+// "sqlite" (a throwaway file) or {"sqlite": "<file>"}. The endpoint's
+// name is in the message: an outbox is a choice about one endpoint.
+std::optional<outbox_spec> parse_outbox(const node& n, const std::string& endpoint) {
+  const std::string forms =
+    "expected \"sqlite\" (a throwaway file in the run's temporary directory) or "
+    "{\"sqlite\": \"<file>\"}";
+  const std::string whose = "endpoint \"" + endpoint + "\": ";
+  if (n.json().is_string()) {
+    auto store = n.json().get<std::string>();
+    if (store == "sqlite")
+      return outbox_spec{};
+    n.error(whose + "unknown store \"" + store + "\"; " + forms);
+    return std::nullopt;
+  }
+  if (!n.json().is_object()) {
+    n.error(whose + forms);
+    return std::nullopt;
+  }
+  auto o = n.as_object({"sqlite"});
+  if (!o)
+    return std::nullopt;
+  auto f = o->require("sqlite");
+  auto file = f ? f->as_string() : std::nullopt;
+  if (!file)
+    return std::nullopt;
+  if (file->empty()) {
+    f->error(whose + "expected the path of the database file; \"outbox\": \"sqlite\" is a "
+             "throwaway one");
+    return std::nullopt;
+  }
+  return outbox_spec{*file};
+}
+
+std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std::string>& types,
+                                            const std::vector<std::string>& endpoints) {
   auto o = n.as_object({"name", "slots", "error_queue", "policy", "unrecoverable",
                         "immediate_retries", "discard_faulted_messages", "rate_limit", "handlers",
-                        "depends_on", "retry_budget", "expired_messages", "inherit_deadline"});
+                        "depends_on", "retry_budget", "expired_messages", "inherit_deadline",
+                        "outbox"});
   if (!o)
     return std::nullopt;
   endpoint_spec e;
@@ -239,7 +345,9 @@ std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std
     e.depends_on = names.value_or(std::vector<std::string>{});
   }
   if (auto f = o->require("handlers")) {
-    ok = read_list(*f, e.handlers, [&](const node& h) { return parse_handler(h, types); }) && ok;
+    ok = read_list(*f, e.handlers,
+                   [&](const node& h) { return parse_handler(h, types, endpoints); })
+         && ok;
   } else {
     ok = false;
   }
@@ -255,6 +363,10 @@ std::optional<endpoint_spec> parse_endpoint(const node& n, const std::vector<std
     auto on = f->as_bool();
     ok = ok && on;
     e.inherit_deadline = on.value_or(false);
+  }
+  if (auto f = o->get("outbox")) {
+    e.outbox = parse_outbox(*f, e.name);
+    ok = ok && e.outbox;
   }
   if (!ok)
     return std::nullopt;
@@ -347,13 +459,17 @@ bool decodes_as_message(const std::string& body) {
 bool parse_send(const node& n, const scenario& s, const std::vector<std::string>& endpoints,
                 std::set<std::string>& names, std::vector<send_spec>& out) {
   auto o = n.as_object({"name", "type", "to", "at", "count", "script", "malformed_body",
-                        "time_to_live"});
+                        "time_to_live", "copies"});
   if (!o)
     return false;
   send_spec base;
   bool ok = true;
   auto name_node = o->require("name");
   auto name = name_node ? name_node->as_string() : std::nullopt;
+  if (name && name->find('/') != std::string::npos) {
+    name_node->error("'/' is kept for the messages handlers send (<message>/<type>)");
+    ok = false;
+  }
   ok = ok && name;
   if (auto f = o->require("type")) {
     auto slot = message_slot_of(*f, s.message_types);
@@ -408,6 +524,11 @@ bool parse_send(const node& n, const scenario& s, const std::vector<std::string>
   if (auto f = o->get("time_to_live")) {
     base.time_to_live = f->as_duration();
     ok = ok && base.time_to_live;
+  }
+  if (auto f = o->get("copies")) {
+    auto copies = detail::int_at(*f, 1);
+    ok = ok && copies;
+    base.copies = copies.value_or(1);
   }
   int count = 1;
   if (auto f = o->get("count")) {
@@ -556,14 +677,15 @@ std::optional<scenario> parse_scenario(const nlohmann::json& document, diagnosti
   if (auto f = o->get("bus"))
     ok = parse_bus(*f, s.bus) && ok;
   if (auto f = o->require("endpoints")) {
+    auto names = endpoint_names(document);
     bool all_read = read_list(*f, s.endpoints, [&](const node& e) {
-      return parse_endpoint(e, s.message_types);
+      return parse_endpoint(e, s.message_types, names);
     });
     ok = ok && all_read;
     // Indices match the file's only when every endpoint was read.
-    std::set<std::string> names;
+    std::set<std::string> defined;
     for (std::size_t i = 0; all_read && i < s.endpoints.size(); ++i)
-      if (!names.insert(s.endpoints[i].name).second) {
+      if (!defined.insert(s.endpoints[i].name).second) {
         d.error(join_path(join_path(f->path(), i), "name"),
                 "endpoint \"" + s.endpoints[i].name + "\" is defined twice");
         ok = false;

@@ -10,6 +10,7 @@
 #include "event_log.hpp"
 #include "fault_log.hpp"
 #include "naming_transport.hpp"
+#include "outbox_stores.hpp"
 #include "run.hpp"
 #include "topology.hpp"
 
@@ -22,6 +23,12 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
     err << file << ": " << inner.error().message << '\n';
     return inner.error().code == errc::invalid_configuration ? exit_invalid : exit_failed;
   }
+  // Before the bus, which holds the stores until it goes.
+  auto stores = outbox_stores::open(s);
+  if (!stores) {
+    err << file << ": " << stores.error().message << '\n';
+    return exit_invalid;
+  }
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system system{cfg};
@@ -32,11 +39,8 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
   };
   auto names = std::make_shared<message_names>();
   auto book = std::make_shared<script_book>(clock, s);
-  std::vector<std::string> messages;
-  for (const auto& m : s.sends)
-    messages.push_back(m.name);
   // Shared with the observer, so it outlives every call of it.
-  auto log = std::make_shared<event_log>(out, names, clock, messages);
+  auto log = std::make_shared<event_log>(out, names, clock, s.sends);
 
   std::shared_ptr<spdlog::sinks::sink> sink;
   if (options.show_logs)
@@ -48,7 +52,7 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
                 *inner, names, [log](const raised_fault& f) { log->record_fault(f); }))
     .log_sinks({sink})
     .observe([log](const bus_event& e) { log->record(e); });
-  auto actors = configure_bus(b, s, book, system);
+  auto actors = configure_bus(b, s, book, system, **stores);
   auto built = b.build();
   if (!built) {
     err << file << ": the bus was refused: " << to_string(built.error()) << '\n';
@@ -79,6 +83,7 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
   actors->stop();
   log->close();
   auto summary = log->summary(*book);
+  add_outbox_counts(summary, s, [&bus](const std::string& name) { return bus.stats(name); });
   bool held = settle_expectations(s, log->faults(), summary, file, err);
   out << summary.dump() << '\n';
   return code == exit_ok && !held ? exit_unmet : code;

@@ -91,12 +91,30 @@ struct outage {
   field_values fields;
 };
 
+// A message a handler sends on every attempt ("sends"), before the step
+// decides how the attempt ends: a failed attempt's sends are dropped, a
+// successful one's go out (after the commit, on an endpoint with an
+// outbox). The message is named after the one handled: onward_name().
+struct onward_send {
+  std::string type;
+  std::size_t message_slot = 0;
+  std::string to; // an endpoint of the scenario
+};
+
+// How the output names what the handler of `handled` sends of `type`:
+// "order-1/invoice_created". Scenario messages may not contain '/', so the
+// two never meet.
+[[nodiscard]] inline std::string onward_name(const std::string& handled, const std::string& type) {
+  return handled + "/" + type;
+}
+
 struct handler_spec {
   std::string message_type;
   std::size_t message_slot = 0; // the index of message_type in scenario::message_types
   std::optional<policy_spec> policy;
   std::vector<step> script;     // never empty: ["succeed"] by default
   std::vector<outage> outages;
+  std::vector<onward_send> sends;
   // Whether the handler is served by an actor (the bus's way of letting a
   // consumer die mid-message, or of answering later) rather than a
   // function: set when its own script or that of a message sent to it has a
@@ -109,6 +127,13 @@ struct handler_spec {
 
 // Whether a script needs an actor: a "die" step, or a step that takes time.
 [[nodiscard]] bool needs_actor(const std::vector<step>& script);
+
+// "outbox": the endpoint's outbox and inbox, on SQLite.
+struct outbox_spec {
+  // {"sqlite": "<file>"}: that file, kept after the run. Empty for
+  // "sqlite": a throwaway file in the run's temporary directory.
+  std::string sqlite_file;
+};
 
 struct rate_limit_spec {
   int consecutive_failures = 0;
@@ -130,6 +155,7 @@ struct endpoint_spec {
   std::optional<retry_budget_settings> retry_budget;
   std::optional<expired_action> expired_messages;
   bool inherit_deadline = false;
+  std::optional<outbox_spec> outbox;
 };
 
 // A dependency breaker declared in "bus": {"dependencies": {name: settings}}.
@@ -166,6 +192,9 @@ struct send_spec {
   std::optional<std::string> malformed_body;
   // Issue 14: the message expires this long after it is sent.
   std::optional<duration> time_to_live;
+  // How many times it is sent with one message id: a broker delivering
+  // again a message whose acknowledgement was lost (2: one duplicate).
+  int copies = 1;
 };
 
 // What a fault<T> raised for a message must say ("expect": {"faults": ...}).

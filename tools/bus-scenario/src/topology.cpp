@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -102,6 +103,22 @@ caf::behavior script_actor(caf::event_based_actor* self, std::shared_ptr<script_
     }};
 }
 
+// The handler's "sends", each named after the message it handles as the
+// output names it (onward_name), in the header the naming transport reads.
+// Buffered by the context: they go out only if the attempt succeeds.
+void send_onward(const handler_spec& h, const std::string& handled, handler_context& ctx) {
+  for (const auto& s : h.sends)
+    with_message_slot(s.message_slot, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      auto name = onward_name(handled, s.type);
+      send_options options;
+      options.headers.set(scenario_name_header, name);
+      if (auto sent = ctx.send(s.to, T{name}, std::move(options)); !sent)
+        throw std::runtime_error("cannot send " + name + " to " + s.to + ": "
+                                 + to_string(sent.error()));
+    });
+}
+
 void add_handler(endpoint_builder& e, const handler_spec& h, std::shared_ptr<script_book> book,
                  caf::actor_system& system, handler_actors& actors) {
   with_message_slot(h.message_slot, [&](auto tag) {
@@ -111,7 +128,11 @@ void add_handler(endpoint_builder& e, const handler_spec& h, std::shared_ptr<scr
       actors.state().actors.push_back(actor);
       e.handle_with_actor<T>(actor, h.timeout.value_or(default_actor_handler_timeout));
     } else {
-      e.handle<T>([book, h](const T& m, handler_context& ctx) { perform(book->next(h, m.name), ctx); });
+      e.handle<T>([book, h](const T& m, handler_context& ctx) {
+        auto step = book->next(h, m.name);
+        send_onward(h, m.name, ctx);
+        perform(step, ctx);
+      });
     }
     if (h.policy)
       e.resilience_for<T>(configure_of(*h.policy));
@@ -120,8 +141,10 @@ void add_handler(endpoint_builder& e, const handler_spec& h, std::shared_ptr<scr
 
 void configure_endpoint(endpoint_builder& e, const endpoint_spec& spec,
                         const std::shared_ptr<script_book>& book, caf::actor_system& system,
-                        handler_actors& actors) {
+                        handler_actors& actors, const outbox_stores& stores) {
   e.slots(spec.slots);
+  if (auto store = stores.of(spec.name))
+    e.outbox(std::move(store));
   if (spec.error_queue)
     e.error_queue(*spec.error_queue);
   if (spec.policy)
@@ -150,7 +173,8 @@ void configure_endpoint(endpoint_builder& e, const endpoint_spec& spec,
 
 std::unique_ptr<handler_actors> configure_bus(bus_builder& b, const scenario& s,
                                               std::shared_ptr<script_book> book,
-                                              caf::actor_system& system) {
+                                              caf::actor_system& system,
+                                              const outbox_stores& stores) {
   auto actors = std::make_unique<handler_actors>();
   for (std::size_t slot = 0; slot < s.message_types.size(); ++slot)
     with_message_slot(slot, [&](auto tag) {
@@ -177,7 +201,7 @@ std::unique_ptr<handler_actors> configure_bus(bus_builder& b, const scenario& s,
     b.expired_messages(*bus.expired_messages);
   for (const auto& spec : s.endpoints)
     b.endpoint(spec.name, [&](endpoint_builder& e) {
-      configure_endpoint(e, spec, book, system, *actors);
+      configure_endpoint(e, spec, book, system, *actors, stores);
     });
   return actors;
 }
@@ -188,12 +212,19 @@ result<void> send_message(message_bus& bus, const send_spec& m) {
   if (m.malformed_body)
     options.headers.set(scenario_body_header, *m.malformed_body);
   options.time_to_live = m.time_to_live;
-  result<void> sent;
-  with_message_slot(m.message_slot, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    sent = bus.send(m.to, T{m.name}, options);
-  });
-  return sent;
+  for (int copy = 0; copy < m.copies; ++copy) {
+    result<std::string> sent = error{errc::invalid_configuration, "no message type"};
+    with_message_slot(m.message_slot, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      sent = bus.send(m.to, T{m.name}, options);
+    });
+    if (!sent)
+      return sent.error();
+    // Every further copy is the same message again, as a broker delivers
+    // it again when its acknowledgement was lost.
+    options.message_id = *sent;
+  }
+  return {};
 }
 
 } // namespace bus::scenario

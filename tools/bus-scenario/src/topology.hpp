@@ -7,6 +7,7 @@
 
 #include "bus/bus.hpp"
 #include "naming_transport.hpp"
+#include "outbox_stores.hpp"
 #include "scenario.hpp"
 #include "script_book.hpp"
 
@@ -36,12 +37,14 @@ private:
 
 // Configures `b` for `s`; the handlers record their attempts in `book`.
 // Handlers served by actors are spawned in `system`, which must be the
-// system of `b`.
+// system of `b`. The endpoints with an outbox get theirs from `stores`.
 [[nodiscard]] std::unique_ptr<handler_actors> configure_bus(bus_builder& b, const scenario& s,
                                                             std::shared_ptr<script_book> book,
-                                                            caf::actor_system& system);
+                                                            caf::actor_system& system,
+                                                            const outbox_stores& stores);
 
-// Sends message `m` of `s` through `bus`, its scenario name in a header.
+// Sends message `m` of `s` through `bus`, its scenario name in a header,
+// as many times as it has copies, all with one message id.
 [[nodiscard]] result<void> send_message(message_bus& bus, const send_spec& m);
 
 } // namespace bus::scenario

@@ -15,6 +15,7 @@
 // Works with any test framework. Not thread-safe: one test, one thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,13 @@ public:
   // Like advance(), as far as needed until nothing is scheduled any more
   // (at most `limit` of virtual time). Returns the virtual time that passed.
   duration advance_until_idle(duration limit = std::chrono::hours(24 * 365));
+  // Like advance_until_idle(), but stops as soon as `done()` holds once the
+  // work due at a moment has run, even with timers still pending: an
+  // endpoint with an outbox is never idle (its sweeper and cleaner fire
+  // for ever), so there the end is a condition, such as every message
+  // handled. At most `limit` of virtual time; returns the time that passed.
+  duration advance_until(const std::function<bool()>& done,
+                         duration limit = std::chrono::hours(24 * 365));
   // Virtual time since the harness started.
   [[nodiscard]] duration elapsed() const;
   // Stops the bus and lets its endpoints drain (on virtual time).
