@@ -109,7 +109,7 @@ TEST_CASE("an endpoint may dead-letter expired messages with the reason 'expired
   CHECK(h.stats("billing").dead_lettered == 1);
 }
 
-TEST_CASE("no retry is scheduled past a message's expiry; its terminal action comes at once") {
+TEST_CASE("no retry is scheduled past a message's expiry: its terminal action comes at once") {
   bus::testing::harness h;
   int calls = 0;
   auto b = h.builder();

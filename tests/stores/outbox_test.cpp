@@ -159,7 +159,8 @@ TEST_CASE("outbox: a copy of a message handled already is acknowledged without i
   CHECK(h.logged("[bus.outbox] [info] message m-1 was handled by endpoint 'billing' already"));
 }
 
-TEST_CASE("outbox: a failed attempt leaves neither its row nor its send; the retry's commit once") {
+TEST_CASE("outbox: a failed attempt leaves neither its row nor its send, and the retry's commit "
+          "once") {
   billing_db f;
   bus::testing::harness h;
   billing billing{f.store};
