@@ -94,6 +94,7 @@ public:
     return inner_->claim_orphans(now, limit);
   }
   bus::result<void> release(const bus::inbox_key& key) override { return inner_->release(key); }
+  bus::result<std::vector<bus::outbox_backlog>> backlog() override { return inner_->backlog(); }
 
 private:
   void reached(const char* step) {

@@ -277,3 +277,34 @@ TEST_CASE(BUS_STORE_NAME ": copies of every message handled at once by two proce
         == messages);
   CHECK(backend.db().number("SELECT count(*) FROM bus_outbox") == 0);
 }
+
+TEST_CASE(BUS_STORE_NAME ": the backlog counts, per endpoint, the messages whose sends are not all "
+                         "out, their sends and the oldest's reception") {
+  store_backend b;
+  auto store = b.open();
+  auto handle = [&](const std::string& endpoint, const std::string& id, bus::time_point at,
+                    std::vector<std::string> sends, bool dispatched) {
+    auto e = store->receive({endpoint, id}, at);
+    REQUIRE(e);
+    REQUIRE(e->transaction->commit(sends));
+    if (dispatched)
+      REQUIRE(store->mark_dispatched({endpoint, id}, at));
+  };
+  CHECK(store->backlog()->empty());
+  handle("billing", "m-1", now + 1s, {"a", "b"}, false);
+  handle("billing", "m-2", now, {"c"}, false);
+  handle("billing", "m-3", now, {"d"}, true);  // out: not pending
+  handle("billing", "m-4", now, {}, false);    // nothing to send: done at its commit
+  handle("shipping", "m-1", now + 5s, {"e"}, false);
+  auto backlog = store->backlog();
+  REQUIRE(backlog);
+  REQUIRE(backlog->size() == 2);
+  CHECK((*backlog)[0].endpoint == "billing");
+  CHECK((*backlog)[0].messages == 2);
+  CHECK((*backlog)[0].sends == 3);
+  CHECK((*backlog)[0].oldest == now);
+  CHECK((*backlog)[1].endpoint == "shipping");
+  CHECK((*backlog)[1].messages == 1);
+  CHECK((*backlog)[1].sends == 1);
+  CHECK((*backlog)[1].oldest == now + 5s);
+}

@@ -86,6 +86,16 @@ struct orphan {
   std::vector<std::string> stored; // in send order
 };
 
+// What an endpoint's outbox still has to send: messages handled whose
+// sends are not all out (in flight for a moment, or a dead process's until
+// a sweep), for metrics and operators.
+struct outbox_backlog {
+  std::string endpoint;
+  std::size_t messages = 0;  // records whose sends are not all out
+  std::size_t sends = 0;     // their stored sends
+  time_point oldest{};       // when the oldest of those messages was received
+};
+
 // Who sends a record's stored sends. Each store object is one owner (a
 // process, in practice): the records it writes are its own, and no sweeper
 // takes them while its lease holds. A process that dies stops renewing its
@@ -132,6 +142,10 @@ public:
   // Gives up the stored sends of `key` (they could not be sent): the next
   // sweep of any process, this one's included, claims them. May block.
   virtual result<void> release(const inbox_key& key) = 0;
+
+  // The backlog of every endpoint with one, by endpoint name; endpoints
+  // with nothing pending are left out. Reads only. May block.
+  virtual result<std::vector<outbox_backlog>> backlog() = 0;
 };
 
 namespace detail {

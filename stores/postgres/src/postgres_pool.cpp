@@ -52,7 +52,7 @@ struct statement_text {
 };
 
 // Every parameter travels as text and is cast where SQL needs a number.
-constexpr std::array<statement_text, 11> statements{{
+constexpr std::array<statement_text, 12> statements{{
   {pg_statement::insert_inbox, "bus_insert_inbox",
    "INSERT INTO bus_inbox (endpoint, message_id, owner, received_at) "
    "VALUES ($1, $2, $3, $4::bigint) ON CONFLICT DO NOTHING"},
@@ -94,6 +94,13 @@ constexpr std::array<statement_text, 11> statements{{
   {pg_statement::release, "bus_release",
    "UPDATE bus_inbox SET owner = '' WHERE endpoint = $1 AND message_id = $2 AND "
    "dispatched_at IS NULL"},
+  // Per endpoint: the records whose sends are not all out, their stored
+  // sends, and when the oldest was received.
+  {pg_statement::backlog, "bus_backlog",
+   "SELECT i.endpoint, count(DISTINCT i.message_id), count(o.position), min(i.received_at) "
+   "FROM bus_inbox AS i LEFT JOIN bus_outbox AS o "
+   "ON o.endpoint = i.endpoint AND o.message_id = i.message_id "
+   "WHERE i.dispatched_at IS NULL GROUP BY i.endpoint ORDER BY i.endpoint"},
 }};
 
 constexpr bool in_enum_order() {

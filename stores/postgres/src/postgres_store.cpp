@@ -241,4 +241,22 @@ result<void> postgres_store::release(const inbox_key& key) {
   return {};
 }
 
+result<std::vector<outbox_backlog>> postgres_store::backlog() {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  postgres_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  auto rows = c.run(pg_statement::backlog, {});
+  if (!succeeded(rows))
+    return pool_->failure(c, "cannot read the outbox's backlog", rows);
+  std::vector<outbox_backlog> out;
+  for (int i = 0, n = PQntuples(rows.get()); i < n; ++i)
+    out.push_back({PQgetvalue(rows.get(), i, 0),
+                   static_cast<std::size_t>(std::atoll(PQgetvalue(rows.get(), i, 1))),
+                   static_cast<std::size_t>(std::atoll(PQgetvalue(rows.get(), i, 2))),
+                   from_unix_ms(std::atoll(PQgetvalue(rows.get(), i, 3)))});
+  return out;
+}
+
 } // namespace bus

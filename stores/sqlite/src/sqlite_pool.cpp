@@ -39,6 +39,14 @@ CREATE TABLE IF NOT EXISTS bus_outbox (
 
 constexpr int schema_version = 1;
 
+// Per endpoint: the records whose sends are not all out, their stored
+// sends, and when the oldest was received.
+constexpr const char* backlog_sql =
+  "SELECT i.endpoint, count(DISTINCT i.message_id), count(o.position), min(i.received_at) "
+  "FROM bus_inbox AS i LEFT JOIN bus_outbox AS o "
+  "ON o.endpoint = i.endpoint AND o.message_id = i.message_id "
+  "WHERE i.dispatched_at IS NULL GROUP BY i.endpoint ORDER BY i.endpoint";
+
 } // namespace
 
 sqlite_pool::sqlite_pool(sqlite_store_settings s)
@@ -144,7 +152,8 @@ result<std::unique_ptr<sqlite_connection>> sqlite_pool::take() {
             && prepare(c->claim, "UPDATE bus_inbox SET owner = ?3 WHERE endpoint = ?1 AND "
                                  "message_id = ?2")
             && prepare(c->release, "UPDATE bus_inbox SET owner = '' WHERE endpoint = ?1 AND "
-                                   "message_id = ?2 AND dispatched_at IS NULL");
+                                   "message_id = ?2 AND dispatched_at IS NULL")
+            && prepare(c->backlog, backlog_sql);
   if (!ok)
     return failure(c->db, "cannot prepare the bus's statements");
   return c;

@@ -38,7 +38,8 @@ struct sqlite_connection {
   sqlite3* db = nullptr;
   sqlite_statement begin, commit, rollback;
   sqlite_statement insert_inbox, dispatched_at, stored_rows, insert_outbox, nothing_to_send,
-    mark_inbox, delete_outbox, forget_inbox, clean_inbox, renew_lease, orphans, claim, release;
+    mark_inbox, delete_outbox, forget_inbox, clean_inbox, renew_lease, orphans, claim, release,
+    backlog;
 
   sqlite_connection() = default;
   sqlite_connection(const sqlite_connection&) = delete;

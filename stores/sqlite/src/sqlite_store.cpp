@@ -249,4 +249,25 @@ result<void> sqlite_store::release(const inbox_key& key) {
   return {};
 }
 
+result<std::vector<outbox_backlog>> sqlite_store::backlog() {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  std::vector<outbox_backlog> out;
+  auto* stmt = c.backlog.get();
+  int rc = 0;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    const auto* endpoint = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    out.push_back({endpoint ? endpoint : "", static_cast<std::size_t>(sqlite3_column_int64(stmt, 1)),
+                   static_cast<std::size_t>(sqlite3_column_int64(stmt, 2)),
+                   from_unix_ms(sqlite3_column_int64(stmt, 3))});
+  }
+  sqlite3_reset(stmt);
+  if (rc != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot read the outbox's backlog");
+  return out;
+}
+
 } // namespace bus

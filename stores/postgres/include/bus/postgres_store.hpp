@@ -91,6 +91,7 @@ public:
   result<void> renew_lease(time_point until) override;
   result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) override;
   result<void> release(const inbox_key& key) override;
+  result<std::vector<outbox_backlog>> backlog() override;
 
 private:
   std::shared_ptr<detail::postgres_pool> pool_;
