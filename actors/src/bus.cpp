@@ -125,7 +125,7 @@ struct message_bus::impl {
       if (!e.removed)
         v.endpoints.push_back({name, e.definition.slots,
                                v.running && e.active() && !e.status->stop_requested.load(),
-                               e.status});
+                               e.status, e.definition.store != nullptr});
     return v;
   }
 

@@ -76,6 +76,7 @@ struct current_delivery {
   // stored (they are marked dispatched once all are out).
   std::unique_ptr<store_transaction> transaction;
   bool sends_stored = false;
+  time_point committed_at{}; // when the attempt's transaction committed: the dispatch's start
 };
 
 struct consumer_state {

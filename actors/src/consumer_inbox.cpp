@@ -4,6 +4,7 @@
 
 #include "bus/policy/error_context.hpp"
 #include "consumer_endings.hpp"
+#include "metrics/instruments.hpp"
 
 namespace bus::detail {
 
@@ -80,6 +81,7 @@ void dispatch_stored(consumer* self, const std::vector<std::string>& rows) {
 bool open_inbox(consumer* self) {
   auto& cur = *self->state.current;
   cur.sends_stored = false;
+  cur.committed_at = {};
   auto entry = store_of(self).receive(key_of(self), self->state.rt->now());
   if (!entry) {
     store_failed(self, "to open the attempt's transaction", entry.error());
@@ -108,6 +110,7 @@ bool commit_attempt(consumer* self, const std::vector<outgoing_message>& outbox)
     return false;
   }
   cur.sends_stored = !outbox.empty();
+  cur.committed_at = self->state.rt->now();
   return true;
 }
 
@@ -129,6 +132,10 @@ void stored_sends_out(consumer* self) {
     settle_and_report(self, outcome::requeue);
     return;
   }
+  // Sends a copy found stored have no commit of this process to time.
+  auto* instruments = rt.status().instruments.get();
+  if (instruments && cur.committed_at != time_point{})
+    instruments->outbox_dispatch.observe(rt.now() - cur.committed_at);
   succeed(self);
 }
 

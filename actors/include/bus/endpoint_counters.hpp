@@ -35,6 +35,8 @@ struct endpoint_stats {
                                     // stored if that had not gone out (also counted as handled)
   std::uint64_t inbox_cleanups = 0;        // cleanups of the outbox's inbox records that ran through
   std::uint64_t inbox_records_cleaned = 0; // inbox records they deleted (past retention)
+  std::uint64_t outbox_pending = 0;        // messages whose stored sends are not all out, and
+  std::uint64_t outbox_pending_sends = 0;  // their sends, as the last sweep found them
 };
 
 class endpoint_counters {
@@ -61,6 +63,8 @@ public:
   std::atomic<std::uint64_t> duplicates{0};
   std::atomic<std::uint64_t> inbox_cleanups{0};
   std::atomic<std::uint64_t> inbox_records_cleaned{0};
+  std::atomic<std::uint64_t> outbox_pending{0};
+  std::atomic<std::uint64_t> outbox_pending_sends{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -71,7 +75,8 @@ public:
             rate_limit_episodes.load(r),
             dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
             probes.load(r), retries_denied.load(r), expired.load(r), duplicates.load(r),
-            inbox_cleanups.load(r), inbox_records_cleaned.load(r)};
+            inbox_cleanups.load(r), inbox_records_cleaned.load(r), outbox_pending.load(r),
+            outbox_pending_sends.load(r)};
   }
 };
 

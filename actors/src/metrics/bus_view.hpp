@@ -23,6 +23,7 @@ struct endpoint_view {
   std::size_t slots = 0;
   bool consuming = false; // started, not stopping, its actor alive
   std::shared_ptr<const endpoint_status> status;
+  bool outbox = false;    // it has a message store: its outbox series exist
 };
 
 struct bus_view {

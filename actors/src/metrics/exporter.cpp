@@ -128,6 +128,14 @@ struct exporter::families {
       stalled(gauge(r, "bus_transport_stalled_messages",
                     "Messages a broker queue the transport watches holds without moving them "
                     "(a stranded delay level); 0 once they move")),
+      outbox_pending(gauge(r, "bus_outbox_pending_messages",
+                           "Messages handled whose stored sends are not all out, as the "
+                           "outbox's last sweep counted them")),
+      outbox_pending_sends(gauge(r, "bus_outbox_pending_sends",
+                                 "Their stored sends not yet out, as the last sweep counted them")),
+      outbox_dispatch(histogram(r, "bus_outbox_dispatch_duration_seconds",
+                                "From the commit of a handler's transaction that stored sends "
+                                "to their mark as sent")),
       process(histogram(r, "messaging_process_duration_seconds",
                         "Duration of handler attempts, by outcome")),
       send_to_start(histogram(r, "bus_send_to_handler_start_seconds",
@@ -164,6 +172,9 @@ struct exporter::families {
   Family<Gauge>& dependency_paused;
   Family<Gauge>& connected;
   Family<Gauge>& stalled;
+  Family<Gauge>& outbox_pending;
+  Family<Gauge>& outbox_pending_sends;
+  Family<Histogram>& outbox_dispatch;
   Family<Histogram>& process;
   Family<Histogram>& send_to_start;
   Family<Histogram>& operation;
@@ -204,8 +215,14 @@ struct exporter::endpoint_series {
     rate_limited = &f.rate_limited.Add(l);
     consuming = &f.consuming.Add(l);
     dependency_paused = &f.dependency_paused.Add(l);
+    if (e.outbox) {
+      outbox_pending = &f.outbox_pending.Add(l);
+      outbox_pending_sends = &f.outbox_pending_sends.Add(l);
+    }
     if (auto inst = status->instruments) {
       instruments = inst;
+      if (e.outbox)
+        outbox_dispatch = histogram_link{&f.outbox_dispatch.Add(l, bounds())};
       for (const auto& h : inst->handlers()) {
         auto typed = [&](const char* outcome) {
           prometheus::Labels t{{endpoint_label, e.name}, {type_label, h->message_type}};
@@ -253,6 +270,12 @@ struct exporter::endpoint_series {
     rate_limited->Set(s.rate_limited ? 1 : 0);
     consuming->Set(e.consuming ? 1 : 0);
     dependency_paused->Set(s.dependency_paused ? 1 : 0);
+    if (outbox_pending) {
+      outbox_pending->Set(static_cast<double>(s.outbox_pending));
+      outbox_pending_sends->Set(static_cast<double>(s.outbox_pending_sends));
+    }
+    if (outbox_dispatch.target)
+      outbox_dispatch.push(instruments->outbox_dispatch);
     for (auto& h : handlers) {
       h.handled.push(h.source->handled);
       h.failed.push(h.source->failed);
@@ -272,6 +295,9 @@ struct exporter::endpoint_series {
   Gauge* rate_limited = nullptr;
   Gauge* consuming = nullptr;
   Gauge* dependency_paused = nullptr;
+  Gauge* outbox_pending = nullptr;       // with an outbox only
+  Gauge* outbox_pending_sends = nullptr; // with an outbox only
+  histogram_link outbox_dispatch;        // with an outbox and instruments only
   std::vector<per_handler> handlers;
 };
 

@@ -69,6 +69,10 @@ public:
     return by_handler_;
   }
 
+  // On an endpoint with an outbox: from the commit of an attempt that
+  // stored sends to their mark as sent (the transport took them all).
+  duration_histogram outbox_dispatch;
+
 private:
   std::vector<std::unique_ptr<handler_instruments>> by_handler_;
 };
