@@ -19,6 +19,7 @@ bus_test_binary(busctl_unit_tests
           ${_busctl_tests}/replay_headers_test.cpp
           ${_busctl_tests}/selection_test.cpp
           ${_busctl_tests}/leader_move_test.cpp
+          ${_busctl_tests}/outbox_report_test.cpp
   LIBS bus_ctl_broker)
 target_include_directories(busctl_unit_tests PRIVATE "${_busctl_tests}"
                                                      "${PROJECT_SOURCE_DIR}/tools/busctl/src")
