@@ -238,7 +238,7 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
 }
 
 std::string usage_text() {
-  return R"(busctl: the error queue of a bus endpoint on RabbitMQ
+  return R"(busctl: the error queue of a bus endpoint on RabbitMQ, and the backlog of an outbox store
 
 usage:
   busctl list   ENDPOINT                 the messages on the error queue, oldest first
