@@ -46,7 +46,8 @@ std::string age_text(duration age) {
   constexpr long long hour = 60 * minute;
   constexpr long long day = 24 * hour;
   auto two = [](long long big, const char* big_unit, long long small, const char* small_unit) {
-    return std::to_string(big) + big_unit + (small == 0 ? "" : " " + std::to_string(small) + small_unit);
+    return std::to_string(big) + big_unit
+           + (small == 0 ? "" : " " + std::to_string(small) + small_unit);
   };
   if (s < minute)
     return std::to_string(s) + "s";
@@ -69,7 +70,8 @@ std::string outbox_text(const outbox_report& r, time_point now) {
     rows.push_back({b.endpoint, std::to_string(b.messages), std::to_string(b.sends),
                     age_text(age_of(b, now)), to_iso8601(b.oldest)});
   return out
-         + render_table({"ENDPOINT", "MESSAGES", "SENDS", "OLDEST AGE", "OLDEST RECEIVED AT"}, rows);
+         + render_table({"ENDPOINT", "MESSAGES", "SENDS", "OLDEST AGE", "OLDEST RECEIVED AT"},
+                        rows);
 }
 
 json outbox_json(const outbox_report& r, time_point now) {

@@ -17,9 +17,9 @@ namespace bus::ctl {
 
 // One reading of a store's backlog.
 struct outbox_report {
-  std::string store;               // message_store::name(): "sqlite", "postgresql"
-  std::optional<std::string> file; // the SQLite file; none for PostgreSQL, whose
-                                   // connection string may hold a password
+  std::string store;                   // message_store::name(): "sqlite", "postgresql"
+  std::optional<std::string> file;     // the SQLite file; none for PostgreSQL, whose
+                                       // connection string may hold a password
   std::vector<outbox_backlog> backlog; // as the store returned it: by endpoint name
 };
 

@@ -16,9 +16,9 @@ result<std::shared_ptr<message_store>> open_sqlite(const std::string& path) {
   // a reader, for whom a typo would then show an empty outbox.
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return error{errc::store_failure, "sqlite '" + path + "': "
-                                        + (ec ? ec.message() : std::string("no such file"))
-                                        + " (busctl reads a store, it does not create one)"};
+    return error{errc::store_failure,
+                 "sqlite '" + path + "': " + (ec ? ec.message() : std::string("no such file"))
+                     + " (busctl reads a store, it does not create one)"};
   auto store = sqlite_store::open({path});
   if (!store)
     return store.error();

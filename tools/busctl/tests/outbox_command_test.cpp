@@ -96,7 +96,8 @@ TEST_CASE("busctl outbox shows, per endpoint, the messages whose stored sends ar
   CHECK(r.err.empty());
   auto lines = lines_of(r.out);
   REQUIRE(lines.size() == 4);
-  CHECK(lines[0] == "outbox of sqlite '" + path + "': 3 messages pending (4 stored sends) on 2 endpoints");
+  CHECK(lines[0]
+        == "outbox of sqlite '" + path + "': 3 messages pending (4 stored sends) on 2 endpoints");
   CHECK_THAT(lines[1], Catch::Matches("ENDPOINT +MESSAGES +SENDS +OLDEST AGE +OLDEST RECEIVED AT"));
   // The test runs in well under a minute, so the ages are as left.
   CHECK_THAT(lines[2], Catch::Matches("billing +2 +3 +1h 2m +\\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z"));

@@ -49,9 +49,11 @@ TEST_CASE("the backlog prints a total, then one aligned row per endpoint with it
 }
 
 TEST_CASE("an empty backlog is one line that says nothing is pending, without a table") {
-  CHECK(outbox_text({"sqlite", "bus.db", {}}, now) == "outbox of sqlite 'bus.db': nothing pending\n");
+  CHECK(outbox_text({"sqlite", "bus.db", {}}, now)
+        == "outbox of sqlite 'bus.db': nothing pending\n");
   // No file for PostgreSQL: its connection string may carry a password.
-  CHECK(outbox_text({"postgresql", std::nullopt, {}}, now) == "outbox of postgresql: nothing pending\n");
+  CHECK(outbox_text({"postgresql", std::nullopt, {}}, now)
+        == "outbox of postgresql: nothing pending\n");
 }
 
 TEST_CASE("outbox --json is one document with the totals and every endpoint's backlog") {
@@ -61,11 +63,12 @@ TEST_CASE("outbox --json is one document with the totals and every endpoint's ba
   CHECK(doc["messages"] == 3);
   CHECK(doc["sends"] == 4);
   REQUIRE(doc["endpoints"].size() == 2);
-  CHECK(doc["endpoints"][0] == nlohmann::json{{"endpoint", "billing"},
-                                              {"messages", 2},
-                                              {"sends", 3},
-                                              {"oldest_received_at", "2026-11-22T16:57:55.000Z"},
-                                              {"oldest_age_ms", 3'725'000}});
+  CHECK(doc["endpoints"][0]
+        == nlohmann::json{{"endpoint", "billing"},
+                          {"messages", 2},
+                          {"sends", 3},
+                          {"oldest_received_at", "2026-11-22T16:57:55.000Z"},
+                          {"oldest_age_ms", 3'725'000}});
   CHECK(doc["endpoints"][1]["oldest_age_ms"] == 250);
 
   auto empty = outbox_json({"postgresql", std::nullopt, {}}, now);
