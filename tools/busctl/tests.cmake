@@ -2,8 +2,8 @@
 # exists.
 #
 # busctl_unit_tests: the pure parts (command line, settings, selection and
-# grouping, replay headers, output, messages read through the admin seam);
-# no broker.
+# grouping, replay headers, output, messages read through the admin seam),
+# and `busctl outbox` end to end on real SQLite files; no broker.
 # busctl_broker_tests: the built busctl program against the throwaway broker
 # of the ctest fixture "rabbitmq" (tests/transports/rabbitmq/tests.cmake),
 # next to a bus that dead-letters for real. They need the fixture: without
@@ -19,6 +19,8 @@ bus_test_binary(busctl_unit_tests
           ${_busctl_tests}/replay_headers_test.cpp
           ${_busctl_tests}/selection_test.cpp
           ${_busctl_tests}/leader_move_test.cpp
+          ${_busctl_tests}/outbox_report_test.cpp
+          ${_busctl_tests}/outbox_command_test.cpp
   LIBS bus_ctl_broker)
 target_include_directories(busctl_unit_tests PRIVATE "${_busctl_tests}"
                                                      "${PROJECT_SOURCE_DIR}/tools/busctl/src")

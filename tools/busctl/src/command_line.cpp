@@ -12,7 +12,7 @@ const std::map<std::string, command_kind>& commands() {
     {"help", command_kind::help},     {"list", command_kind::list},
     {"groups", command_kind::groups}, {"show", command_kind::show},
     {"replay", command_kind::replay}, {"purge", command_kind::purge},
-    {"move-leader", command_kind::move_leader}};
+    {"move-leader", command_kind::move_leader}, {"outbox", command_kind::outbox}};
   return names;
 }
 
@@ -23,7 +23,8 @@ bool takes_selection(command_kind c) {
 // The options that take a value; each may also be written --name=value.
 bool takes_value(const std::string& name) {
   return name == "--url" || name == "--url-file" || name == "--queue" || name == "--limit"
-         || name == "--exception-type" || name == "--message-type" || name == "--vhost";
+         || name == "--exception-type" || name == "--message-type" || name == "--vhost"
+         || name == "--sqlite" || name == "--postgres";
 }
 
 struct raw_options {
@@ -80,6 +81,30 @@ std::optional<std::string> take(raw_options& raw, const std::string& name) {
   return v;
 }
 
+// outbox reads a database, not a broker: no endpoint, no queue, no URL.
+void parse_outbox(raw_options& raw, const std::vector<std::string>& rest, command_line& out,
+                  std::vector<std::string>& mistakes) {
+  if (!rest.empty())
+    mistakes.push_back("outbox takes no ENDPOINT (it shows every endpoint of the store); "
+                       "unexpected '"
+                       + rest[0] + "'");
+  out.sqlite = take(raw, "--sqlite");
+  out.postgres = take(raw, "--postgres");
+  if (out.sqlite && out.postgres)
+    mistakes.push_back("--sqlite and --postgres both given; outbox reads one store");
+  else if (!out.sqlite && !out.postgres)
+    mistakes.push_back("outbox needs its store: --sqlite FILE or --postgres CONNINFO");
+  else if (out.sqlite && out.sqlite->empty())
+    mistakes.push_back("--sqlite needs the path of the store's file");
+  else if (out.postgres && out.postgres->empty())
+    mistakes.push_back("--postgres needs a connection string (\"host=... dbname=...\")");
+  out.json = raw.json;
+  for (const auto& [option, value] : raw.values)
+    mistakes.push_back(option + " does not apply to outbox (only --sqlite, --postgres and --json)");
+  if (raw.all)
+    mistakes.push_back("--all does not apply to outbox");
+}
+
 std::string joined(const std::vector<std::string>& mistakes) {
   std::string out;
   for (const auto& m : mistakes)
@@ -100,7 +125,7 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
       return error{errc::invalid_configuration, joined(mistakes)};
     if (raw.positional.empty() && !raw.help)
       return error{errc::invalid_configuration, "no command given (list, groups, show, replay, "
-                                                "purge, move-leader; busctl --help)"};
+                                                "purge, move-leader, outbox; busctl --help)"};
     out.command = command_kind::help;
     return out;
   }
@@ -110,7 +135,7 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
     return error{errc::invalid_configuration,
                  joined(mistakes) + (mistakes.empty() ? "" : "; ") + "unknown command '"
                    + raw.positional[0]
-                   + "' (list, groups, show, replay, purge, move-leader; busctl --help)"};
+                   + "' (list, groups, show, replay, purge, move-leader, outbox; busctl --help)"};
   out.command = found->second;
   if (out.command == command_kind::help)
     return out;
@@ -134,8 +159,18 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
       return error{errc::invalid_configuration, joined(mistakes)};
     return out;
   }
+  if (out.command == command_kind::outbox) {
+    parse_outbox(raw, rest, out, mistakes);
+    if (!mistakes.empty())
+      return error{errc::invalid_configuration, joined(mistakes)};
+    return out;
+  }
   if (auto v = take(raw, "--vhost"))
     mistakes.push_back("--vhost applies to move-leader only (the URL names the vhost)");
+  auto sqlite = take(raw, "--sqlite");
+  auto postgres = take(raw, "--postgres");
+  if (sqlite || postgres)
+    mistakes.push_back("--sqlite and --postgres name the store of outbox, not of " + name);
   if (rest.empty() || rest[0].empty()) {
     mistakes.push_back(name + " needs an ENDPOINT");
   } else {
@@ -203,7 +238,7 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
 }
 
 std::string usage_text() {
-  return R"(busctl: the error queue of a bus endpoint on RabbitMQ
+  return R"(busctl: the error queue of a bus endpoint on RabbitMQ, and the backlog of an outbox store
 
 usage:
   busctl list   ENDPOINT                 the messages on the error queue, oldest first
@@ -215,6 +250,9 @@ usage:
                                          the remedy for a stranded delay level (its dead
                                          letters move on); runs rabbitmqctl (the program in
                                          $BUS_RABBITMQ_CTL if set) on this machine
+  busctl outbox --sqlite FILE            what an outbox store still has to send, per endpoint:
+  busctl outbox --postgres CONNINFO      messages handled whose stored sends are not all out;
+                                         reads the database only (no broker, no URL)
 
 SELECTION is one of:
   MESSAGE_ID...                          these messages
@@ -228,12 +266,17 @@ options (anywhere on the line):
                     without either: the environment variable BUS_RABBITMQ_URL
   --queue QUEUE     read this queue instead of ENDPOINT_error (a skipped queue, say)
   --limit N         look at no more than N messages from the head of the queue
+  --sqlite FILE     outbox: the SQLite store's file (never created: it must exist)
+  --postgres CONNINFO
+                    outbox: the PostgreSQL store, a libpq connection string or URI
+                    ("host=db dbname=orders"; PGPASSWORD and ~/.pgpass keep the password out of `ps`)
   --json            one JSON document on standard output, for scripts
   -h, --help        this text
 
 exit codes: 0 done, 1 nothing matched (unknown id, empty selection),
-2 usage or settings, 3 broker unreachable or login refused,
-4 no such queue, 5 the broker refused part of the work (docs/busctl.md)
+2 usage or settings, 3 broker unreachable or login refused (outbox: the store
+cannot be opened or read), 4 no such queue, 5 the broker refused part of the work
+(docs/busctl.md)
 )";
 }
 

@@ -1,5 +1,6 @@
 // busctl's command line, parsed into a value: the command, the endpoint and
-// queue it reads, what it selects, how it connects and prints. Pure (no
+// queue it reads (or the outbox store), what it selects, how it connects and
+// prints. Pure (no
 // environment, no files), so every rule is unit-tested; a mistake is an
 // errc::invalid_configuration naming every problem at once (exit code 2).
 #pragma once
@@ -14,7 +15,7 @@
 
 namespace bus::ctl {
 
-enum class command_kind { help, list, groups, show, replay, purge, move_leader };
+enum class command_kind { help, list, groups, show, replay, purge, move_leader, outbox };
 
 struct command_line {
   command_kind command = command_kind::help;
@@ -29,6 +30,9 @@ struct command_line {
   std::size_t limit = 0;
   std::string message_id;            // show
   std::optional<selector> selection; // replay, purge
+  // outbox: exactly one of them, the store it reads (no broker involved).
+  std::optional<std::string> sqlite;   // --sqlite FILE
+  std::optional<std::string> postgres; // --postgres CONNINFO
 };
 
 // `args` without the program name.

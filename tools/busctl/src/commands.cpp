@@ -11,6 +11,7 @@
 #include "error_queue_admin.hpp"
 #include "exit_codes.hpp"
 #include "leader_move.hpp"
+#include "outbox_store.hpp"
 #include "render.hpp"
 
 namespace bus::ctl {
@@ -95,6 +96,7 @@ int run_command(const command_line& cl, error_queue_admin& admin, std::ostream& 
     }
     case command_kind::help:
     case command_kind::move_leader: // run before a connection is made
+    case command_kind::outbox:
       break;
   }
   out << usage_text();
@@ -117,6 +119,20 @@ int run_move_leader(const command_line& cl, const char* env_ctl, std::ostream& o
   return to_int(exit_code::ok);
 }
 
+// Reads the database only: it runs without a broker or BUS_RABBITMQ_URL.
+int run_outbox(const command_line& cl, std::ostream& out, std::ostream& err) {
+  auto report = read_outbox(cl);
+  if (!report) {
+    // A connection string that does not parse is a setting, like a bad URL.
+    auto code = report.error().code == errc::invalid_configuration ? exit_code::usage
+                                                                    : exit_code::unreachable;
+    return failure(code, report.error().message, cl.json, out, err);
+  }
+  auto now = std::chrono::system_clock::now();
+  out << (cl.json ? to_text(outbox_json(*report, now)) : outbox_text(*report, now));
+  return to_int(exit_code::ok);
+}
+
 } // namespace
 
 int run(const std::vector<std::string>& args, const char* env_url, std::ostream& out,
@@ -136,6 +152,8 @@ int run(const std::vector<std::string>& args, const char* env_url, std::ostream&
   }
   if (cl->command == command_kind::move_leader)
     return run_move_leader(*cl, env_ctl, out, err);
+  if (cl->command == command_kind::outbox)
+    return run_outbox(*cl, out, err);
   auto settings = resolve_settings(*cl, env_url);
   if (!settings)
     return failure(exit_code::usage, settings.error().message, cl->json, out, err);

@@ -1,5 +1,5 @@
-// busctl from its arguments to its exit code: parse, connect, run the
-// command, print. Separate from main() so tests can drive it with any
+// busctl from its arguments to its exit code: parse, connect (to the broker,
+// or for `outbox` to the database), run the command, print. Separate from main() so tests can drive it with any
 // arguments and environment, and read what it printed.
 #pragma once
 

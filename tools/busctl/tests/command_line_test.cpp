@@ -113,7 +113,8 @@ TEST_CASE("help, --help and -h ask for the usage text, which names every command
   CHECK(parsed({"list", "-h"}).command == command_kind::help);
   CHECK(parsed({"help"}).command == command_kind::help);
   auto text = usage_text();
-  for (auto word : {"list", "groups", "show", "replay", "purge", "--json", "BUS_RABBITMQ_URL",
+  for (auto word : {"list", "groups", "show", "replay", "purge", "outbox", "--sqlite",
+                    "--postgres", "--json", "BUS_RABBITMQ_URL",
                     "0 done", "1 nothing matched", "2 usage", "3 broker unreachable",
                     "4 no such queue", "5 the broker refused"})
     CHECK_THAT(text, Catch::Contains(word));
@@ -131,4 +132,47 @@ TEST_CASE("move-leader takes one broker queue and a vhost, not an endpoint's opt
              Catch::Contains("--limit does not apply to move-leader"));
   CHECK_THAT(refusal({"list", "billing", "--vhost", "x"}),
              Catch::Contains("--vhost applies to move-leader only"));
+}
+
+TEST_CASE("outbox reads the store --sqlite or --postgres names, with no endpoint and no broker") {
+  auto sqlite = parsed({"outbox", "--sqlite", "/var/lib/orders/bus.db"});
+  CHECK(sqlite.command == command_kind::outbox);
+  CHECK(sqlite.sqlite == std::optional<std::string>("/var/lib/orders/bus.db"));
+  CHECK_FALSE(sqlite.postgres);
+  CHECK(sqlite.endpoint.empty());
+  CHECK(sqlite.queue.empty());
+  CHECK_FALSE(sqlite.url);
+  CHECK_FALSE(sqlite.json);
+
+  auto postgres = parsed({"--json", "outbox", "--postgres=host=db dbname=orders"});
+  CHECK(postgres.postgres == std::optional<std::string>("host=db dbname=orders"));
+  CHECK_FALSE(postgres.sqlite);
+  CHECK(postgres.json);
+}
+
+TEST_CASE("outbox needs exactly one store, and refuses an endpoint and the broker's options") {
+  CHECK_THAT(refusal({"outbox"}), Catch::Contains("outbox needs its store: --sqlite FILE or "
+                                                  "--postgres CONNINFO"));
+  CHECK_THAT(refusal({"outbox", "--sqlite", "a.db", "--postgres", "host=db"}),
+             Catch::Contains("--sqlite and --postgres both given"));
+  CHECK_THAT(refusal({"outbox", "--sqlite="}), Catch::Contains("--sqlite needs the path"));
+  CHECK_THAT(refusal({"outbox", "--postgres", ""}),
+             Catch::Contains("--postgres needs a connection string"));
+  CHECK_THAT(refusal({"outbox", "--sqlite"}), Catch::Contains("--sqlite needs a value"));
+  CHECK_THAT(refusal({"outbox", "billing", "--sqlite", "a.db"}),
+             Catch::Contains("outbox takes no ENDPOINT"));
+
+  auto why = refusal({"outbox", "--sqlite", "a.db", "--url", "amqp://h/", "--limit", "3", "--all"});
+  CHECK_THAT(why, Catch::Contains("--url does not apply to outbox"));
+  CHECK_THAT(why, Catch::Contains("--limit does not apply to outbox"));
+  CHECK_THAT(why, Catch::Contains("--all does not apply to outbox"));
+}
+
+TEST_CASE("the store options --sqlite and --postgres belong to outbox only") {
+  CHECK_THAT(refusal({"list", "billing", "--sqlite", "a.db"}),
+             Catch::Contains("--sqlite and --postgres name the store of outbox, not of list"));
+  CHECK_THAT(refusal({"purge", "billing", "--all", "--postgres", "host=db"}),
+             Catch::Contains("not of purge"));
+  CHECK_THAT(refusal({"move-leader", "q", "--sqlite", "a.db"}),
+             Catch::Contains("--sqlite does not apply to move-leader"));
 }
