@@ -7,6 +7,8 @@
 //       every case, each run a process of its own; prints the table, writes the JSON
 //   bus-bench throughput|retry_path|redelivery|blocking [--impl bus|raw] [--name value ...]
 //   bus-bench blocked_round_trip [--impl busy|idle] [--name value ...]
+//   bus-bench outbox --store sqlite|postgres [--conninfo C] [--impl bus|plain|raw] ...
+//   bus-bench outbox_cleanup --store sqlite|postgres [--conninfo C] --records N ...
 //   bus-bench rabbitmq_send|rabbitmq_async_send|rabbitmq_consume --url amqp://... [--impl bus|raw] ...
 //       one run of one case; prints its result as one JSON line
 #include <cstdio>
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     std::cerr << "usage: bus-bench suite [--runs N] [--quick yes] [--json FILE] ...\n"
                  "       bus-bench throughput|retry_path|redelivery|blocking [--impl bus|raw] ...\n"
-                 "       bus-bench blocked_round_trip [--impl busy|idle] ...\n";
+                 "       bus-bench blocked_round_trip [--impl busy|idle] ...\n"
+                 "       bus-bench outbox|outbox_cleanup --store sqlite|postgres ...\n";
     return argc < 2 ? 2 : 0;
   }
   std::string name = argv[1];
@@ -86,6 +89,10 @@ int main(int argc, char** argv) {
       result = bench::run_blocking(args);
     } else if (name == "blocked_round_trip") {
       result = bench::run_blocked_round_trip(args);
+    } else if (name == "outbox") {
+      result = bench::run_outbox(args);
+    } else if (name == "outbox_cleanup") {
+      result = bench::run_outbox_cleanup(args);
     } else if (name == "retry_path") {
       result = bench::run_retry_path(args);
     } else if (name == "redelivery") {

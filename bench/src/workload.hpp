@@ -49,6 +49,11 @@ case_result run_retry_path(const case_args& args); // 10% failing once vs none
 case_result run_redelivery(const case_args& args); // 1M pending redeliveries
 case_result run_blocking(const case_args& args);   // handlers blocking 10 ms vs the ideal
 case_result run_blocked_round_trip(const case_args& args); // an actor's request/response meanwhile
+// The outbox and inbox (outbox.cpp, outbox_raw.cpp, outbox_cleanup.cpp):
+// a handler's INSERT and one send with the outbox, without it, and raw.
+case_result run_outbox(const case_args& args);         // --impl bus|plain|raw
+case_result run_outbox_raw(const case_args& args);     // the raw loop
+case_result run_outbox_cleanup(const case_args& args); // N records cleaned beside a consumer
 // Built only with the RabbitMQ transport (BUS_BENCH_WITH_RABBITMQ).
 case_result run_rabbitmq_send(const case_args& args);    // bus.send vs raw publish, confirmed
 case_result run_rabbitmq_consume(const case_args& args); // endpoint vs raw consume, acked

@@ -1,0 +1,105 @@
+// A message store that times the outbox from the outside: it wraps the
+// real one (the port is a pure interface, so the bus needs no hook for
+// it) and records, per message id, when its transaction's commit returned
+// and when the bus called mark_dispatched() for it, i.e. once its sends
+// were out. The difference is the commit-to-dispatch latency. It also
+// counts the marks, which is when a delivery's work is done.
+//
+// Thread-safe: the consumers' threads commit and mark concurrently.
+#pragma once
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "bus/message_store.hpp"
+#include "measure.hpp"
+
+namespace bench {
+
+class timing_store final : public bus::message_store {
+public:
+  // `marked` is completed after each successful mark.
+  timing_store(std::shared_ptr<bus::message_store> inner, completion& marked)
+    : inner_(std::move(inner)), marked_(marked) {}
+
+  [[nodiscard]] std::string_view name() const noexcept override { return inner_->name(); }
+
+  bus::result<bus::inbox_entry> receive(const bus::inbox_key& key, bus::time_point now) override {
+    auto entry = inner_->receive(key, now);
+    if (entry && entry->transaction)
+      entry->transaction =
+        std::make_unique<timed_transaction>(std::move(entry->transaction), *this, key.message_id);
+    return entry;
+  }
+
+  bus::result<void> mark_dispatched(const bus::inbox_key& key, bus::time_point now) override {
+    auto at = now_ns(); // before the mark's own statement: it is not dispatch time
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (auto it = committed_.find(key.message_id); it != committed_.end()) {
+        latencies_us_.push_back(static_cast<double>(at - it->second) / 1000.0);
+        committed_.erase(it);
+      }
+    }
+    auto marked = inner_->mark_dispatched(key, now);
+    if (marked)
+      marked_.complete();
+    return marked;
+  }
+
+  bus::result<std::size_t> clean(const std::string& endpoint, bus::time_point before,
+                                 std::size_t batch) override {
+    return inner_->clean(endpoint, before, batch);
+  }
+  bus::result<void> renew_lease(bus::time_point until) override { return inner_->renew_lease(until); }
+  bus::result<std::vector<bus::orphan>> claim_orphans(bus::time_point now,
+                                                      std::size_t limit) override {
+    return inner_->claim_orphans(now, limit);
+  }
+  bus::result<void> release(const bus::inbox_key& key) override { return inner_->release(key); }
+  bus::result<std::vector<bus::outbox_backlog>> backlog() override { return inner_->backlog(); }
+
+  // Commit-to-mark of every message marked so far, in microseconds.
+  [[nodiscard]] std::vector<double> latencies_us() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return latencies_us_;
+  }
+
+  // The transaction the bus gives the handler: the real one inside
+  // (inner()), whose connection the handler writes through.
+  class timed_transaction final : public bus::store_transaction {
+  public:
+    timed_transaction(std::unique_ptr<bus::store_transaction> inner, timing_store& owner,
+                      std::string message_id)
+      : inner_(std::move(inner)), owner_(owner), message_id_(std::move(message_id)) {}
+
+    bus::result<void> commit(const std::vector<std::string>& outgoing) override {
+      auto done = inner_->commit(outgoing);
+      if (done) {
+        auto at = now_ns();
+        std::lock_guard<std::mutex> guard(owner_.mutex_);
+        owner_.committed_[message_id_] = at;
+      }
+      return done;
+    }
+    void rollback() noexcept override { inner_->rollback(); }
+
+    // The handler reaches the real transaction's connection through this.
+    [[nodiscard]] bus::store_transaction& inner() const noexcept { return *inner_; }
+
+  private:
+    std::unique_ptr<bus::store_transaction> inner_;
+    timing_store& owner_;
+    std::string message_id_;
+  };
+
+private:
+  std::shared_ptr<bus::message_store> inner_;
+  completion& marked_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::int64_t> committed_; // message id -> commit returned
+  std::vector<double> latencies_us_;
+};
+
+} // namespace bench
