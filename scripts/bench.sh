@@ -7,14 +7,16 @@
 #   scripts/bench.sh --only-rabbitmq   only the RabbitMQ cases (bus vs raw rabbitmq-c)
 #   scripts/bench.sh --only-blocking   only the blocking-handler cases, the round trip
 #                                      beside them and the 8-slot no-op row (no broker)
+#   scripts/bench.sh --only-outbox     only the outbox and inbox cases (SQLite, PostgreSQL)
 #
 # Builds build-release/ (programs in build-release/bin/), writes
 # build/bench/results.json and build/bench/table.txt. The RabbitMQ cases run
 # against a throwaway broker in a temporary folder
 # (scripts/rabbitmq-test-broker.sh), up only while they run and stopped
-# however the run exits. A benchmark never fails the run: a missing peer, a broker that does
-# not start or a failed case is reported and skipped. Only a failed build
-# stops it.
+# however the run exits; the outbox cases' PostgreSQL server
+# (scripts/postgres-test-server.sh) likewise. A benchmark never fails the
+# run: a missing peer, a broker that does not start or a failed case is
+# reported and skipped. Only a failed build stops it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,7 +38,8 @@ for arg in "$@"; do
     --runs=*) suite_args+=(--runs "${arg#--runs=}") ;;
     --only-rabbitmq) suite_args+=(--only rabbitmq) ;;
     --only-blocking) suite_args+=(--only blocking) ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    --only-outbox) suite_args+=(--only outbox) ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 
@@ -76,10 +79,19 @@ stop_broker() {
     scripts/rabbitmq-test-broker.sh cluster-stop "${broker_dir}-cluster" >/dev/null 2>&1 || true
   fi
 }
-trap stop_broker EXIT
+# The outbox cases' PostgreSQL server, the same way: bus-bench starts it in
+# this folder just before them and stops it after them.
+postgres_dir=$(mktemp -d "${TMPDIR:-/tmp}/bus-bench-postgres.XXXXXX")
+stop_servers() {
+  stop_broker
+  scripts/postgres-test-server.sh stop "${postgres_dir}" >/dev/null 2>&1 || true
+}
+trap stop_servers EXIT
 trap 'exit 130' INT TERM
 suite_args+=(--rabbitmq-broker-script "$PWD/scripts/rabbitmq-test-broker.sh"
-             --rabbitmq-broker-dir "${broker_dir}")
+             --rabbitmq-broker-dir "${broker_dir}"
+             --postgres-server-script "$PWD/scripts/postgres-test-server.sh"
+             --postgres-server-dir "${postgres_dir}")
 
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null | head -1) ]]; then revision+="+changes"; fi

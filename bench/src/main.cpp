@@ -1,7 +1,8 @@
 // bus-bench: the benchmarks of the bus against the raw layer beneath it.
 //
-//   bus-bench suite [--runs N] [--quick] [--only rabbitmq|blocking] [--rabbitmq-url U] [--json FILE]
-//                   [--rabbitmq-broker-script S --rabbitmq-broker-dir D]
+//   bus-bench suite [--runs N] [--quick] [--only rabbitmq|blocking|outbox] [--rabbitmq-url U]
+//                   [--json FILE] [--rabbitmq-broker-script S --rabbitmq-broker-dir D]
+//                   [--postgres-server-script S --postgres-server-dir D | --postgres-conninfo C]
 //                   [--peer-script F --peer-modules D
 //                    --peer-package P | --peer-status TEXT] [--revision R]
 //       every case, each run a process of its own; prints the table, writes the JSON
@@ -61,6 +62,10 @@ int suite(int argc, char** argv) {
   o.rabbitmq_url = args.text("rabbitmq-url", "");
   o.rabbitmq_only = args.text("only", "") == "rabbitmq";
   o.blocking_only = args.text("only", "") == "blocking";
+  o.outbox_only = args.text("only", "") == "outbox";
+  o.postgres_conninfo = args.text("postgres-conninfo", "");
+  o.postgres_server_script = args.text("postgres-server-script", "");
+  o.postgres_server_dir = args.text("postgres-server-dir", "");
   o.rabbitmq_status = args.text("rabbitmq-status", o.rabbitmq_status);
   o.rabbitmq_broker_script = args.text("rabbitmq-broker-script", "");
   o.rabbitmq_broker_dir = args.text("rabbitmq-broker-dir", "");

@@ -12,6 +12,8 @@
 #include <caf/config.hpp>
 #include <nlohmann/json.hpp>
 
+#include "outbox_suite.hpp"
+#include "postgres_server.hpp"
 #include "subprocess.hpp"
 #include "throwaway_broker.hpp"
 
@@ -675,7 +677,32 @@ json evaluate_targets(const json& results) {
                          ">= 0.9", fmt("%.2f", num(row["ratio_bus_to_raw"])),
                          num(row["ratio_bus_to_raw"]) >= 0.9));
   }
+  if (results.contains("outbox"))
+    for (const auto& t : outbox_targets(results["outbox"]))
+      out.push_back(t);
   return out;
+}
+
+// The outbox section, with the PostgreSQL server it needs: the one given,
+// or a throwaway one up only while the section runs.
+json outbox_with_server(case_runner& run, const suite_options& o) {
+  outbox_suite_options oo;
+  oo.runs = o.runs;
+  oo.quick = o.quick;
+  oo.postgres_conninfo = o.postgres_conninfo;
+  oo.postgres_status = "not measured (./bus.sh bench starts a server for it)";
+  auto run_case = [&run](const std::string& name, const std::vector<std::string>& args) {
+    return run.run(name, args);
+  };
+  if (!oo.postgres_conninfo.empty() || o.postgres_server_script.empty()
+      || o.postgres_server_dir.empty())
+    return outbox_section(run_case, oo);
+  auto log = (std::filesystem::path(o.json_path).parent_path() / "postgres.log").string();
+  throwaway_postgres server(o.postgres_server_script, o.postgres_server_dir, log);
+  oo.postgres_conninfo = server.conninfo();
+  if (oo.postgres_conninfo.empty())
+    oo.postgres_status = "not measured: the throwaway server did not start (" + log + ")";
+  return outbox_section(run_case, oo);
 }
 
 // -- the table ----------------------------------------------------------------
@@ -819,6 +846,8 @@ void print_table(const json& results, const suite_options& o) {
                   us(rt[side]["p50_us"]).c_str(), us(rt[side]["p99_us"]).c_str(),
                   us(rt[side]["max_us"]).c_str(), us(rt[side]["endpoint_msgs_per_s"]).c_str());
   }
+  if (results.contains("outbox"))
+    print_outbox_table(results["outbox"]);
   const auto& mq = results["rabbitmq"];
   std::printf("\nRabbitMQ: %s\n", mq["status"].get<std::string>().c_str());
   if (mq["send"].is_array()) {
@@ -872,6 +901,8 @@ int run_suite(const suite_options& o) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
     results["blocking"] = blocking_section(run, o, s);
     results["round_trip"] = round_trip_section(run, o, s);
+  } else if (o.outbox_only) {
+    results["outbox"] = outbox_with_server(run, o);
   } else if (!o.rabbitmq_only) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
     results["in_memory"]["metrics"] = metrics_section(run, o, s);
@@ -882,9 +913,12 @@ int run_suite(const suite_options& o) {
     results["redelivery"] = redelivery_section(run, o, s);
     results["blocking"] = blocking_section(run, o, s);
     results["round_trip"] = round_trip_section(run, o, s);
+    results["outbox"] = outbox_with_server(run, o);
   }
-  if (o.blocking_only) {
-    results["rabbitmq"] = {{"status", "not measured (--only blocking)"}, {"send", nullptr}};
+  if (o.blocking_only || o.outbox_only) {
+    results["rabbitmq"] = {{"status", std::string("not measured (--only ")
+                                          + (o.blocking_only ? "blocking)" : "outbox)")},
+                           {"send", nullptr}};
   } else if (o.rabbitmq_broker_script.empty() || o.rabbitmq_broker_dir.empty()) {
     results["rabbitmq"] = rabbitmq_section(run, o, s);
   } else {
@@ -897,7 +931,7 @@ int run_suite(const suite_options& o) {
     results["rabbitmq"] = rabbitmq_section(run, with_broker, s);
   }
   // The cluster after the single node is gone: they never run together.
-  if (!o.blocking_only && !o.rabbitmq_broker_script.empty() && !o.rabbitmq_broker_dir.empty()) {
+  if (!o.blocking_only && !o.outbox_only && !o.rabbitmq_broker_script.empty() && !o.rabbitmq_broker_dir.empty()) {
     auto log = (std::filesystem::path(o.json_path).parent_path() / "cluster.log").string();
     throwaway_broker cluster(o.rabbitmq_broker_script, o.rabbitmq_broker_dir + "-cluster", log,
                              throwaway_broker::shape::cluster);

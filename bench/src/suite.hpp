@@ -23,6 +23,18 @@ struct suite_options {
   // handlers, the round trip beside them, and the 8-slot no-op throughput
   // row with its default-threads (dedicated) bus.
   bool blocking_only = false;
+  // Only the outbox and inbox cases (--only outbox): SQLite, and
+  // PostgreSQL when a server is given or started.
+  bool outbox_only = false;
+  // The PostgreSQL server of the outbox cases: an existing one (a libpq
+  // connection string to its admin database, where each run creates a
+  // database of its own), or, with both of the script and dir set (as
+  // ./bus.sh bench does), a throwaway server started in that dir just
+  // before the outbox cases and stopped right after them. Neither: the
+  // PostgreSQL rows are not measured.
+  std::string postgres_conninfo;
+  std::string postgres_server_script;
+  std::string postgres_server_dir;
   std::string rabbitmq_status = "not measured (./bus.sh bench starts a broker for it)";
   // With both set (as ./bus.sh bench does), the suite starts a throwaway
   // broker in rabbitmq_broker_dir with rabbitmq_broker_script just before
