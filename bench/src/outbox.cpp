@@ -14,11 +14,15 @@
 //   its send goes out when it returns. The price of exactly-once is the
 //   gap between plain and bus.
 // raw: the same work without the bus (outbox_raw.cpp).
+// --url amqp://... (bus and plain, when built with RabbitMQ): the same on
+//   the RabbitMQ transport, with queues of the run's own, deleted at the
+//   end: commit to dispatch then includes the broker's confirm of the send.
 //
 // The main thread sends the pings closed loop (at most --window unfinished),
 // timed from the first send until the last message is done. Each run has a
 // database of its own (outbox_db.hpp), removed at the end.
 #include <mutex>
+#include <random>
 
 #include <caf/all.hpp>
 #include <spdlog/sinks/null_sink.h>
@@ -33,9 +37,67 @@
 #include "timing_store.hpp"
 #include "workload.hpp"
 
+#ifdef BUS_BENCH_WITH_RABBITMQ
+#include <unistd.h>
+
+#include "bus/rabbitmq_transport.hpp"
+#include "raw_amqp.hpp"
+#endif
+
 namespace bench {
 
 namespace {
+
+// The transport of a run and the names of its two queues: the in-memory
+// transport and the fixed names, or, with --url, RabbitMQ and names of
+// the run's own (removed by the destructor, with the error and skipped
+// queues an endpoint declares beside its own).
+struct run_transport {
+  bus::transport_ptr transport;
+  std::string endpoint = outbox_endpoint;
+  std::string next = outbox_next_queue;
+  std::string url;
+
+  explicit run_transport(const std::string& amqp_url) : url(amqp_url) {
+    if (url.empty()) {
+      transport = std::make_shared<bus::in_memory_transport>();
+    } else {
+#ifdef BUS_BENCH_WITH_RABBITMQ
+      auto settings = bus::parse_rabbitmq_url(url);
+      if (!settings)
+        throw std::runtime_error("bad broker URL: " + settings.error().message);
+      settings->log = [](bus::rabbitmq_log_level, const std::string&) {};
+      auto connected = bus::rabbitmq_transport::connect(*settings);
+      if (!connected)
+        throw std::runtime_error(connected.error().message);
+      transport = *connected;
+      std::random_device rd;
+      endpoint = "bench-outbox-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000);
+      next = endpoint + "-next";
+#else
+      throw std::runtime_error("--url: bus-bench is built without the RabbitMQ transport");
+#endif
+    }
+    if (auto declared = transport->declare_queue(next); !declared)
+      throw std::runtime_error(declared.error().message);
+  }
+
+  ~run_transport() {
+#ifdef BUS_BENCH_WITH_RABBITMQ
+    if (url.empty())
+      return;
+    try {
+      raw_amqp admin(url);
+      for (const auto& q : {endpoint, endpoint + "_error", endpoint + "_skipped", next})
+        admin.delete_queue(q);
+    } catch (const std::exception&) {
+      // The broker is throwaway: a queue left behind harms no later run.
+    }
+#endif
+  }
+
+  [[nodiscard]] std::string name() const { return url.empty() ? "in_memory" : "rabbitmq"; }
+};
 
 // The store's transaction the bus handed the handler, through the timing
 // wrapper (whose inner() it is).
@@ -97,15 +159,13 @@ case_result run_outbox(const case_args& args) {
   connection_pool<sqlite_ptr> sqlite_connections([&db] { return db.open_sqlite(); });
   connection_pool<pg_ptr> pg_connections([&db] { return db.open_postgres(); });
 
-  auto transport = std::make_shared<bus::in_memory_transport>();
-  if (auto declared = transport->declare_queue(outbox_next_queue); !declared)
-    throw std::runtime_error(declared.error().message);
+  run_transport t(args.text("url", ""));
   bus::bus_builder b{sys};
-  b.transport(transport)
+  b.transport(t.transport)
       .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
       .message<ping>("bench_ping");
   const bool sqlite = db.is_sqlite();
-  b.endpoint(outbox_endpoint, [&](bus::endpoint_builder& e) {
+  b.endpoint(t.endpoint, [&](bus::endpoint_builder& e) {
     // The default handler threads (a thread per slot): the store's calls
     // block, and the bus refuses an outbox on CAF's workers.
     e.slots(slots);
@@ -122,7 +182,7 @@ case_result run_outbox(const case_args& args) {
         sqlite_connections.with([&](sqlite3* c) { insert_order(c, ctx.message_id(), m.seq); });
       else
         pg_connections.with([&](pg_conn* c) { insert_order(c, ctx.message_id(), m.seq); });
-      if (auto sent = ctx.send(outbox_next_queue, ping{m.seq, 0}); !sent)
+      if (auto sent = ctx.send(t.next, ping{m.seq, 0}); !sent)
         throw std::runtime_error(sent.error().message);
       if (!outbox) // no mark to count: done once its INSERT committed
         done.complete();
@@ -135,7 +195,7 @@ case_result run_outbox(const case_args& args) {
   if (auto ok = bus.start(); !ok)
     throw std::runtime_error(ok.error().message);
 
-  auto send = [&](ping p) { (void)bus.send(bench_queue, p); };
+  auto send = [&](ping p) { (void)bus.send(t.endpoint, p); };
   auto deadline = steady::now() + std::chrono::seconds(args.number("max-seconds", 300));
   auto start = steady::now();
   bool finished = send_closed_loop(send, done, messages, window, deadline);
@@ -145,7 +205,7 @@ case_result run_outbox(const case_args& args) {
   case_result r{{"case", "outbox"},
                 {"impl", impl},
                 {"store", db.kind()},
-                {"transport", "in_memory"},
+                {"transport", t.name()},
                 {"slots", slots},
                 {"messages", messages},
                 {"finished", finished},

@@ -28,6 +28,11 @@ struct outbox_suite_options {
 };
 
 [[nodiscard]] nlohmann::json outbox_section(const run_case_fn& run, const outbox_suite_options& o);
+// The commit-to-dispatch latency on RabbitMQ (the bus row on SQLite, its
+// sends confirmed by the broker at `url`), for section["rabbitmq"].
+[[nodiscard]] nlohmann::json outbox_rabbitmq_row(const run_case_fn& run,
+                                                 const outbox_suite_options& o,
+                                                 const std::string& url);
 void print_outbox_table(const nlohmann::json& section);
 // The goals, as the suite's target rows ({target, goal, measured, met}).
 [[nodiscard]] nlohmann::json outbox_targets(const nlohmann::json& section);

@@ -683,17 +683,26 @@ json evaluate_targets(const json& results) {
   return out;
 }
 
-// The outbox section, with the PostgreSQL server it needs: the one given,
-// or a throwaway one up only while the section runs.
-json outbox_with_server(case_runner& run, const suite_options& o) {
+outbox_suite_options outbox_options(const suite_options& o) {
   outbox_suite_options oo;
   oo.runs = o.runs;
   oo.quick = o.quick;
   oo.postgres_conninfo = o.postgres_conninfo;
   oo.postgres_status = "not measured (./bus.sh bench starts a server for it)";
-  auto run_case = [&run](const std::string& name, const std::vector<std::string>& args) {
+  return oo;
+}
+
+run_case_fn case_fn(case_runner& run) {
+  return [&run](const std::string& name, const std::vector<std::string>& args) {
     return run.run(name, args);
   };
+}
+
+// The outbox section, with the PostgreSQL server it needs: the one given,
+// or a throwaway one up only while the section runs.
+json outbox_with_server(case_runner& run, const suite_options& o) {
+  auto oo = outbox_options(o);
+  auto run_case = case_fn(run);
   if (!oo.postgres_conninfo.empty() || o.postgres_server_script.empty()
       || o.postgres_server_dir.empty())
     return outbox_section(run_case, oo);
@@ -903,6 +912,18 @@ int run_suite(const suite_options& o) {
     results["round_trip"] = round_trip_section(run, o, s);
   } else if (o.outbox_only) {
     results["outbox"] = outbox_with_server(run, o);
+    // Its RabbitMQ row needs a broker of its own here: the RabbitMQ
+    // section, which would start one, does not run.
+    if (!o.rabbitmq_broker_script.empty() && !o.rabbitmq_broker_dir.empty()) {
+      auto log = (std::filesystem::path(o.json_path).parent_path() / "broker.log").string();
+      throwaway_broker broker(o.rabbitmq_broker_script, o.rabbitmq_broker_dir, log);
+      results["outbox"]["rabbitmq"] =
+        broker.url().empty()
+          ? json("not measured: the throwaway broker did not start (" + log + ")")
+          : outbox_rabbitmq_row(case_fn(run), outbox_options(o), broker.url());
+    } else if (!o.rabbitmq_url.empty()) {
+      results["outbox"]["rabbitmq"] = outbox_rabbitmq_row(case_fn(run), outbox_options(o), o.rabbitmq_url);
+    }
   } else if (!o.rabbitmq_only) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
     results["in_memory"]["metrics"] = metrics_section(run, o, s);
@@ -929,6 +950,8 @@ int run_suite(const suite_options& o) {
     if (broker.url().empty())
       with_broker.rabbitmq_status = "not measured: the throwaway broker did not start (" + log + ")";
     results["rabbitmq"] = rabbitmq_section(run, with_broker, s);
+    if (results.contains("outbox") && !broker.url().empty())
+      results["outbox"]["rabbitmq"] = outbox_rabbitmq_row(case_fn(run), outbox_options(o), broker.url());
   }
   // The cluster after the single node is gone: they never run together.
   if (!o.blocking_only && !o.outbox_only && !o.rabbitmq_broker_script.empty() && !o.rabbitmq_broker_dir.empty()) {
