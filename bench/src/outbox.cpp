@@ -217,6 +217,17 @@ case_result run_outbox(const case_args& args) {
     r["commit_to_dispatch_p50_us"] = quantile(us, 0.50);
     r["commit_to_dispatch_p99_us"] = quantile(us, 0.99);
     r["commit_to_dispatch_max_us"] = us.empty() ? 0.0 : us.back();
+    // Receive to marked: the database's part of a delivery. Its mean
+    // against 1 / msgs_per_s (one slot) leaves the runtime's own part.
+    auto in_store = timed->in_store_us();
+    double sum = 0;
+    for (auto v : in_store)
+      sum += v;
+    r["receive_to_marked_mean_us"] =
+      in_store.empty() ? 0.0 : sum / static_cast<double>(in_store.size());
+    r["receive_to_marked_p50_us"] = quantile(in_store, 0.50);
+    auto [receive_us, commit_us, mark_us] = timed->call_means_us();
+    r["store_call_mean_us"] = {{"receive", receive_us}, {"commit", commit_us}, {"mark", mark_us}};
     r["inbox"] = db.inbox_bytes(); // the records this run's messages left
   }
   r["peak_rss_kb"] = peak_rss_kb();

@@ -3,11 +3,16 @@
 // it) and records, per message id, when its transaction's commit returned
 // and when the bus called mark_dispatched() for it, i.e. once its sends
 // were out. The difference is the commit-to-dispatch latency. It also
-// counts the marks, which is when a delivery's work is done.
+// counts the marks, which is when a delivery's work is done, and times
+// each message from the start of its receive() to the return of its mark:
+// the part of a delivery spent on the database (with the handler and the
+// dispatch between), against which the rest is the runtime's own.
 //
 // Thread-safe: the consumers' threads commit and mark concurrently.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -26,7 +31,13 @@ public:
   [[nodiscard]] std::string_view name() const noexcept override { return inner_->name(); }
 
   bus::result<bus::inbox_entry> receive(const bus::inbox_key& key, bus::time_point now) override {
+    auto at = now_ns();
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      received_[key.message_id] = at;
+    }
     auto entry = inner_->receive(key, now);
+    add(call_ns_[0], now_ns() - at);
     if (entry && entry->transaction)
       entry->transaction =
         std::make_unique<timed_transaction>(std::move(entry->transaction), *this, key.message_id);
@@ -43,8 +54,18 @@ public:
       }
     }
     auto marked = inner_->mark_dispatched(key, now);
-    if (marked)
+    add(call_ns_[2], now_ns() - at);
+    if (marked) {
+      auto end = now_ns();
+      {
+        std::lock_guard<std::mutex> guard(mutex_);
+        if (auto it = received_.find(key.message_id); it != received_.end()) {
+          in_store_us_.push_back(static_cast<double>(end - it->second) / 1000.0);
+          received_.erase(it);
+        }
+      }
       marked_.complete();
+    }
     return marked;
   }
 
@@ -75,7 +96,9 @@ public:
       : inner_(std::move(inner)), owner_(owner), message_id_(std::move(message_id)) {}
 
     bus::result<void> commit(const std::vector<std::string>& outgoing) override {
+      auto start = now_ns();
       auto done = inner_->commit(outgoing);
+      owner_.add(owner_.call_ns_[1], now_ns() - start);
       if (done) {
         auto at = now_ns();
         std::lock_guard<std::mutex> guard(owner_.mutex_);
@@ -94,12 +117,40 @@ public:
     std::string message_id_;
   };
 
+  // The mean time of receive(), commit() and mark_dispatched() calls so
+  // far, in microseconds: where a slow delivery spends its database time.
+  [[nodiscard]] std::array<double, 3> call_means_us() const {
+    std::array<double, 3> out{};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      auto calls = call_ns_[i].calls.load();
+      out[i] = calls ? static_cast<double>(call_ns_[i].ns.load()) / 1000.0 / static_cast<double>(calls) : 0.0;
+    }
+    return out;
+  }
+
+  // Receive to marked of every message marked so far, in microseconds.
+  [[nodiscard]] std::vector<double> in_store_us() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return in_store_us_;
+  }
+
 private:
   std::shared_ptr<bus::message_store> inner_;
   completion& marked_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::int64_t> committed_; // message id -> commit returned
   std::vector<double> latencies_us_;
+  std::unordered_map<std::string, std::int64_t> received_; // message id -> receive called
+  std::vector<double> in_store_us_;
+  struct call_time {
+    std::atomic<std::int64_t> ns{0};
+    std::atomic<std::int64_t> calls{0};
+  };
+  static void add(call_time& t, std::int64_t ns) {
+    t.ns += ns;
+    ++t.calls;
+  }
+  std::array<call_time, 3> call_ns_; // receive, commit, mark
 };
 
 } // namespace bench
