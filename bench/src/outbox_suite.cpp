@@ -100,6 +100,12 @@ json store_rows(const run_case_fn& run, const outbox_suite_options& o, const out
               {"raw_msgs_per_s", median_at(raw_runs, "/msgs_per_s")},
               {"commit_to_dispatch_p50_us", median_at(bus_runs, "/commit_to_dispatch_p50_us")},
               {"commit_to_dispatch_p99_us", median_at(bus_runs, "/commit_to_dispatch_p99_us")},
+              // Where the bus's time goes (timing_store.hpp): receive to marked
+              // per message, and the mean of each store call.
+              {"receive_to_marked_mean_us", median_at(bus_runs, "/receive_to_marked_mean_us")},
+              {"receive_mean_us", median_at(bus_runs, "/store_call_mean_us/receive")},
+              {"commit_mean_us", median_at(bus_runs, "/store_call_mean_us/commit")},
+              {"mark_mean_us", median_at(bus_runs, "/store_call_mean_us/mark")},
               {"bytes_per_record_bus_run", median_at(bus_runs, "/inbox/bytes_per_record")},
               {"file_bytes_per_record_bus_run", median_at(bus_runs, "/inbox/file_bytes_per_record")}};
   row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
