@@ -215,8 +215,9 @@ void print_outbox_table(const json& section) {
                  + number_or_dash(c["consumer_busy_p99_us"], "%.0f"))
                   .c_str());
   }
-  std::printf("  B/rec bus: bus_inbox with its indexes after the bus runs' records; B/rec gen: "
-              "the same after the generated records, before the cleanup (no VACUUM)\n");
+  std::printf("  B/rec bus: bus_inbox with its indexes after the bus runs' records (no VACUUM); "
+              "B/rec gen: the same after the generated records, before the cleanup (PostgreSQL "
+              "after VACUUM ANALYZE)\n");
 }
 
 json outbox_targets(const json& section) {
