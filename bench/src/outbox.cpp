@@ -96,7 +96,9 @@ struct run_transport {
 #endif
   }
 
-  [[nodiscard]] std::string name() const { return url.empty() ? "in_memory" : "rabbitmq"; }
+  [[nodiscard]] std::string name() const {
+    return url.empty() ? "in_memory" : "rabbitmq";
+  }
 };
 
 // The store's transaction the bus handed the handler, through the timing
@@ -173,8 +175,8 @@ case_result run_outbox(const case_args& args) {
       e.outbox(timed);
     e.handle<ping>([&, outbox, sqlite](const ping& m, bus::handler_context& ctx) {
       if (outbox && sqlite)
-        insert_order(real_transaction<bus::sqlite_transaction>(ctx).connection(),
-                     ctx.message_id(), m.seq);
+        insert_order(real_transaction<bus::sqlite_transaction>(ctx).connection(), ctx.message_id(),
+                     m.seq);
       else if (outbox)
         insert_order(real_transaction<bus::postgres_transaction>(ctx).connection(),
                      ctx.message_id(), m.seq);
@@ -224,7 +226,7 @@ case_result run_outbox(const case_args& args) {
     for (auto v : in_store)
       sum += v;
     r["receive_to_marked_mean_us"] =
-      in_store.empty() ? 0.0 : sum / static_cast<double>(in_store.size());
+        in_store.empty() ? 0.0 : sum / static_cast<double>(in_store.size());
     r["receive_to_marked_p50_us"] = quantile(in_store, 0.50);
     auto [receive_us, commit_us, mark_us] = timed->call_means_us();
     r["store_call_mean_us"] = {{"receive", receive_us}, {"commit", commit_us}, {"mark", mark_us}};

@@ -41,18 +41,22 @@ void prepopulate(const bench_database& db, std::uint64_t records, std::int64_t a
     auto c = db.open_sqlite();
     // A cache for the whole table: random keys touch every page.
     exec(c.get(), "PRAGMA cache_size = -524288");
-    auto sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " + n
-               + ") INSERT INTO bus_inbox (endpoint, message_id, received_at, dispatched_at, owner) "
-                 "SELECT '" + outbox_endpoint + "', lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) "
-                 "|| '-' || substr(h, 13, 4) || '-' || substr(h, 17, 4) || '-' || substr(h, 21)), "
-               + at + ", " + at + ", '" + owner + "' FROM (SELECT hex(randomblob(16)) AS h FROM n)";
+    auto sql =
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " + n
+        + ") INSERT INTO bus_inbox (endpoint, message_id, received_at, dispatched_at, owner) "
+          "SELECT '"
+        + outbox_endpoint
+        + "', lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) "
+          "|| '-' || substr(h, 13, 4) || '-' || substr(h, 17, 4) || '-' || substr(h, 21)), "
+        + at + ", " + at + ", '" + owner + "' FROM (SELECT hex(randomblob(16)) AS h FROM n)";
     exec(c.get(), sql.c_str());
     return;
   }
   auto c = db.open_postgres();
   auto sql = "INSERT INTO bus_inbox (endpoint, message_id, received_at, dispatched_at, owner) "
-             "SELECT '" + outbox_endpoint + "', gen_random_uuid()::text, " + at + ", " + at + ", '"
-             + owner + "' FROM generate_series(1, " + n + ")";
+             "SELECT '"
+             + outbox_endpoint + "', gen_random_uuid()::text, " + at + ", " + at + ", '" + owner
+             + "' FROM generate_series(1, " + n + ")";
   exec(c.get(), sql.c_str());
   // What autovacuum would have done by the time a table grew this large.
   exec(c.get(), "VACUUM ANALYZE bus_inbox");

@@ -19,7 +19,7 @@ namespace {
 
 // The handler's own table: one row per message, keyed by its id.
 constexpr const char* orders_sql =
-  "CREATE TABLE IF NOT EXISTS bench_orders (message_id TEXT PRIMARY KEY, seq BIGINT NOT NULL)";
+    "CREATE TABLE IF NOT EXISTS bench_orders (message_id TEXT PRIMARY KEY, seq BIGINT NOT NULL)";
 
 std::string temp_folder() {
   const char* base = std::getenv("TMPDIR");
@@ -31,8 +31,12 @@ std::string temp_folder() {
 
 } // namespace
 
-void sqlite_closer::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
-void pg_closer::operator()(pg_conn* c) const noexcept { PQfinish(c); }
+void sqlite_closer::operator()(sqlite3* db) const noexcept {
+  sqlite3_close_v2(db);
+}
+void pg_closer::operator()(pg_conn* c) const noexcept {
+  PQfinish(c);
+}
 
 void exec(sqlite3* db, const char* sql) {
   char* message = nullptr;
@@ -69,8 +73,9 @@ void insert_order(sqlite3* db, const std::string& message_id, std::uint64_t seq)
 void insert_order(pg_conn* c, const std::string& message_id, std::uint64_t seq) {
   auto seq_text = std::to_string(seq);
   const char* values[] = {message_id.c_str(), seq_text.c_str()};
-  PGresult* r = PQexecParams(c, "INSERT INTO bench_orders (message_id, seq) VALUES ($1, $2::bigint)",
-                             2, nullptr, values, nullptr, nullptr, 0);
+  PGresult* r =
+      PQexecParams(c, "INSERT INTO bench_orders (message_id, seq) VALUES ($1, $2::bigint)", 2,
+                   nullptr, values, nullptr, nullptr, 0);
   auto status = PQresultStatus(r);
   PQclear(r);
   if (status != PGRES_COMMAND_OK)
@@ -118,7 +123,8 @@ bench_database::~bench_database() {
   }
   pg_ptr admin(PQconnectdb(admin_conninfo_.c_str()));
   if (PQstatus(admin.get()) == CONNECTION_OK)
-    PQclear(PQexec(admin.get(), ("DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)").c_str()));
+    PQclear(
+        PQexec(admin.get(), ("DROP DATABASE IF EXISTS " + database_ + " WITH (FORCE)").c_str()));
 }
 
 sqlite_ptr bench_database::open_sqlite() const {
@@ -164,7 +170,8 @@ nlohmann::json bench_database::inbox_bytes() const {
     auto records = scalar("SELECT count(*) FROM bus_inbox");
     auto tables = scalar("SELECT sum(pgsize) FROM dbstat WHERE name IN ('bus_inbox', "
                          "'bus_inbox_dispatched', 'bus_inbox_undispatched')");
-    auto file = scalar("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
+    auto file =
+        scalar("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
     out = {{"records", records}, {"inbox_bytes", tables}, {"file_bytes", file}};
     if (records > 0) {
       out["bytes_per_record"] = tables >= 0 ? nlohmann::json(tables / records) : nullptr;
@@ -177,7 +184,7 @@ nlohmann::json bench_database::inbox_bytes() const {
     return number([&](double& v) {
       PGresult* r = PQexec(c.get(), sql);
       v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? std::atof(PQgetvalue(r, 0, 0))
-                                                                   : -1;
+                                                                    : -1;
       PQclear(r);
     });
   };

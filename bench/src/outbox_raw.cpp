@@ -78,7 +78,8 @@ private:
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)
-      throw std::runtime_error(std::string("sqlite: ") + sqlite3_sql(s) + ": " + sqlite3_errmsg(db_));
+      throw std::runtime_error(std::string("sqlite: ") + sqlite3_sql(s) + ": "
+                               + sqlite3_errmsg(db_));
   }
 
   sqlite3* db_;
@@ -126,8 +127,8 @@ private:
     std::vector<const char*> texts;
     for (const auto& v : values)
       texts.push_back(v.c_str());
-    PGresult* r = PQexecPrepared(c_, name, static_cast<int>(texts.size()), texts.data(), nullptr,
-                                 nullptr, 0);
+    PGresult* r =
+        PQexecPrepared(c_, name, static_cast<int>(texts.size()), texts.data(), nullptr, nullptr, 0);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok)

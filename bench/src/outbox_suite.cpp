@@ -32,7 +32,7 @@ outbox_sizes sizes_for(const outbox_suite_options& o) {
 }
 
 // The goals the issue states.
-constexpr double ratio_goal = 0.8;         // bus >= 0.8 of raw
+constexpr double ratio_goal = 0.8;              // bus >= 0.8 of raw
 constexpr double dispatch_p99_goal_us = 10'000; // commit to dispatch p99 < 10 ms
 
 // The median of the value at `pointer` ("/inbox/bytes_per_record") over
@@ -56,7 +56,9 @@ json ratio(const json& a, const json& b) {
   return a.get<double>() / b.get<double>();
 }
 
-double num(const json& j, double fallback = 0) { return j.is_number() ? j.get<double>() : fallback; }
+double num(const json& j, double fallback = 0) {
+  return j.is_number() ? j.get<double>() : fallback;
+}
 
 std::string fmt(const char* format, double v) {
   char buf[64];
@@ -85,49 +87,53 @@ json store_rows(const run_case_fn& run, const outbox_suite_options& o, const out
     plain_runs.push_back(run("outbox", with("plain")));
     raw_runs.push_back(run("outbox", with("raw")));
   }
-  auto cleanup_args = std::vector<std::string>{
-    "--store", store, "--records", std::to_string(s.cleanup_records), "--consumer-messages",
-    std::to_string(s.consumer_messages)};
+  auto cleanup_args = std::vector<std::string>{"--store",
+                                               store,
+                                               "--records",
+                                               std::to_string(s.cleanup_records),
+                                               "--consumer-messages",
+                                               std::to_string(s.consumer_messages)};
   cleanup_args.insert(cleanup_args.end(), where.begin(), where.end());
   for (int r = 0; r < s.cleanup_runs; ++r)
     cleanup_runs.push_back(run("outbox_cleanup", cleanup_args));
 
-  json row = {{"store", store},
-              {"messages", s.messages},
-              {"slots", 1},
-              {"bus_msgs_per_s", median_at(bus_runs, "/msgs_per_s")},
-              {"plain_msgs_per_s", median_at(plain_runs, "/msgs_per_s")},
-              {"raw_msgs_per_s", median_at(raw_runs, "/msgs_per_s")},
-              {"commit_to_dispatch_p50_us", median_at(bus_runs, "/commit_to_dispatch_p50_us")},
-              {"commit_to_dispatch_p99_us", median_at(bus_runs, "/commit_to_dispatch_p99_us")},
-              // Where the bus's time goes (timing_store.hpp): receive to marked
-              // per message, and the mean of each store call.
-              {"receive_to_marked_mean_us", median_at(bus_runs, "/receive_to_marked_mean_us")},
-              {"receive_mean_us", median_at(bus_runs, "/store_call_mean_us/receive")},
-              {"commit_mean_us", median_at(bus_runs, "/store_call_mean_us/commit")},
-              {"mark_mean_us", median_at(bus_runs, "/store_call_mean_us/mark")},
-              {"bytes_per_record_bus_run", median_at(bus_runs, "/inbox/bytes_per_record")},
-              {"file_bytes_per_record_bus_run", median_at(bus_runs, "/inbox/file_bytes_per_record")}};
+  json row = {
+      {"store", store},
+      {"messages", s.messages},
+      {"slots", 1},
+      {"bus_msgs_per_s", median_at(bus_runs, "/msgs_per_s")},
+      {"plain_msgs_per_s", median_at(plain_runs, "/msgs_per_s")},
+      {"raw_msgs_per_s", median_at(raw_runs, "/msgs_per_s")},
+      {"commit_to_dispatch_p50_us", median_at(bus_runs, "/commit_to_dispatch_p50_us")},
+      {"commit_to_dispatch_p99_us", median_at(bus_runs, "/commit_to_dispatch_p99_us")},
+      // Where the bus's time goes (timing_store.hpp): receive to marked
+      // per message, and the mean of each store call.
+      {"receive_to_marked_mean_us", median_at(bus_runs, "/receive_to_marked_mean_us")},
+      {"receive_mean_us", median_at(bus_runs, "/store_call_mean_us/receive")},
+      {"commit_mean_us", median_at(bus_runs, "/store_call_mean_us/commit")},
+      {"mark_mean_us", median_at(bus_runs, "/store_call_mean_us/mark")},
+      {"bytes_per_record_bus_run", median_at(bus_runs, "/inbox/bytes_per_record")},
+      {"file_bytes_per_record_bus_run", median_at(bus_runs, "/inbox/file_bytes_per_record")}};
   row["ratio_bus_to_raw"] = ratio(row["bus_msgs_per_s"], row["raw_msgs_per_s"]);
   row["ratio_plain_to_raw"] = ratio(row["plain_msgs_per_s"], row["raw_msgs_per_s"]);
   row["ratio_bus_to_plain"] = ratio(row["bus_msgs_per_s"], row["plain_msgs_per_s"]);
-  row["cleanup"] = {{"records", s.cleanup_records},
-                    {"batch", 1000},
-                    {"fill_s", median_at(cleanup_runs, "/fill_s")},
-                    {"bytes_per_record", median_at(cleanup_runs, "/bytes_per_record")},
-                    {"file_bytes_per_record",
-                     median_at(cleanup_runs, "/inbox/file_bytes_per_record")},
-                    {"clean_s", median_at(cleanup_runs, "/clean_s")},
-                    {"clean_records_per_s", median_at(cleanup_runs, "/clean_records_per_s")},
-                    {"consumer_idle_p50_us", median_at(cleanup_runs, "/consumer_idle/p50_us")},
-                    {"consumer_idle_p99_us", median_at(cleanup_runs, "/consumer_idle_p99_us")},
-                    {"consumer_busy_p50_us", median_at(cleanup_runs, "/consumer_busy/p50_us")},
-                    {"consumer_busy_p99_us", median_at(cleanup_runs, "/consumer_busy_p99_us")},
-                    {"consumer_busy_messages", median_at(cleanup_runs, "/consumer_busy/messages")}};
+  row["cleanup"] = {
+      {"records", s.cleanup_records},
+      {"batch", 1000},
+      {"fill_s", median_at(cleanup_runs, "/fill_s")},
+      {"bytes_per_record", median_at(cleanup_runs, "/bytes_per_record")},
+      {"file_bytes_per_record", median_at(cleanup_runs, "/inbox/file_bytes_per_record")},
+      {"clean_s", median_at(cleanup_runs, "/clean_s")},
+      {"clean_records_per_s", median_at(cleanup_runs, "/clean_records_per_s")},
+      {"consumer_idle_p50_us", median_at(cleanup_runs, "/consumer_idle/p50_us")},
+      {"consumer_idle_p99_us", median_at(cleanup_runs, "/consumer_idle_p99_us")},
+      {"consumer_busy_p50_us", median_at(cleanup_runs, "/consumer_busy/p50_us")},
+      {"consumer_busy_p99_us", median_at(cleanup_runs, "/consumer_busy_p99_us")},
+      {"consumer_busy_messages", median_at(cleanup_runs, "/consumer_busy/messages")}};
   row["cleanup"]["ratio_p99_busy_to_idle"] =
-    ratio(row["cleanup"]["consumer_busy_p99_us"], row["cleanup"]["consumer_idle_p99_us"]);
-  row["runs"] = {{"bus", bus_runs}, {"plain", plain_runs}, {"raw", raw_runs},
-                 {"cleanup", cleanup_runs}};
+      ratio(row["cleanup"]["consumer_busy_p99_us"], row["cleanup"]["consumer_idle_p99_us"]);
+  row["runs"] = {
+      {"bus", bus_runs}, {"plain", plain_runs}, {"raw", raw_runs}, {"cleanup", cleanup_runs}};
   return row;
 }
 
@@ -168,10 +174,12 @@ json outbox_rabbitmq_row(const run_case_fn& run, const outbox_suite_options& o,
 void print_outbox_table(const json& section) {
   std::printf("\nOutbox and inbox: a handler's INSERT and one send, 1 slot, in-memory transport\n");
   std::printf("  %-9s %8s %10s %10s %10s %8s %10s %10s %16s\n", "store", "messages", "bus msg/s",
-              "plain/s", "raw msg/s", "bus/raw", "plain/raw", "bus/plain", "commit->mark p50/p99 us");
+              "plain/s", "raw msg/s", "bus/raw", "plain/raw", "bus/plain",
+              "commit->mark p50/p99 us");
   for (const auto& row : section["stores"])
     std::printf("  %-9s %8s %10s %10s %10s %8s %10s %10s %16s\n",
-                row["store"].get<std::string>().c_str(), number_or_dash(row["messages"], "%.0f").c_str(),
+                row["store"].get<std::string>().c_str(),
+                number_or_dash(row["messages"], "%.0f").c_str(),
                 number_or_dash(row["bus_msgs_per_s"], "%.0f").c_str(),
                 number_or_dash(row["plain_msgs_per_s"], "%.0f").c_str(),
                 number_or_dash(row["raw_msgs_per_s"], "%.0f").c_str(),
@@ -180,7 +188,7 @@ void print_outbox_table(const json& section) {
                 number_or_dash(row["ratio_bus_to_plain"], "%.2f").c_str(),
                 (number_or_dash(row["commit_to_dispatch_p50_us"], "%.0f") + "/"
                  + number_or_dash(row["commit_to_dispatch_p99_us"], "%.0f"))
-                  .c_str());
+                    .c_str());
   if (section.contains("postgres_status"))
     std::printf("  postgres: %s\n", section["postgres_status"].get<std::string>().c_str());
   if (section.contains("rabbitmq") && section["rabbitmq"].is_object()) {
@@ -191,29 +199,30 @@ void print_outbox_table(const json& section) {
                 number_or_dash(mq["bus_msgs_per_s"], "%.0f").c_str(), "-", "-", "-", "-", "-",
                 (number_or_dash(mq["commit_to_dispatch_p50_us"], "%.0f") + "/"
                  + number_or_dash(mq["commit_to_dispatch_p99_us"], "%.0f"))
-                  .c_str());
+                    .c_str());
   } else if (section.contains("rabbitmq")) {
     std::printf("  rabbitmq: %s\n", section["rabbitmq"].dump().c_str());
   }
   std::printf("\nInbox records: bytes each, and a cleanup of many (batches of 1,000) beside a "
               "consumer (receive+commit+mark)\n");
   std::printf("  %-9s %9s %9s %9s %9s %9s %11s %18s %18s\n", "store", "B/rec bus", "B/rec gen",
-              "records", "fill s", "clean s", "records/s", "consumer idle p50/99", "during p50/99 us");
+              "records", "fill s", "clean s", "records/s", "consumer idle p50/99",
+              "during p50/99 us");
   for (const auto& row : section["stores"]) {
     const auto& c = row["cleanup"];
-    std::printf("  %-9s %9s %9s %9s %9s %9s %11s %18s %18s\n",
-                row["store"].get<std::string>().c_str(),
-                number_or_dash(row["bytes_per_record_bus_run"], "%.0f").c_str(),
-                number_or_dash(c["bytes_per_record"], "%.0f").c_str(),
-                number_or_dash(c["records"], "%.0f").c_str(), number_or_dash(c["fill_s"], "%.1f").c_str(),
-                number_or_dash(c["clean_s"], "%.1f").c_str(),
-                number_or_dash(c["clean_records_per_s"], "%.0f").c_str(),
-                (number_or_dash(c["consumer_idle_p50_us"], "%.0f") + "/"
-                 + number_or_dash(c["consumer_idle_p99_us"], "%.0f"))
-                  .c_str(),
-                (number_or_dash(c["consumer_busy_p50_us"], "%.0f") + "/"
-                 + number_or_dash(c["consumer_busy_p99_us"], "%.0f"))
-                  .c_str());
+    std::printf(
+        "  %-9s %9s %9s %9s %9s %9s %11s %18s %18s\n", row["store"].get<std::string>().c_str(),
+        number_or_dash(row["bytes_per_record_bus_run"], "%.0f").c_str(),
+        number_or_dash(c["bytes_per_record"], "%.0f").c_str(),
+        number_or_dash(c["records"], "%.0f").c_str(), number_or_dash(c["fill_s"], "%.1f").c_str(),
+        number_or_dash(c["clean_s"], "%.1f").c_str(),
+        number_or_dash(c["clean_records_per_s"], "%.0f").c_str(),
+        (number_or_dash(c["consumer_idle_p50_us"], "%.0f") + "/"
+         + number_or_dash(c["consumer_idle_p99_us"], "%.0f"))
+            .c_str(),
+        (number_or_dash(c["consumer_busy_p50_us"], "%.0f") + "/"
+         + number_or_dash(c["consumer_busy_p99_us"], "%.0f"))
+            .c_str());
   }
   std::printf("  B/rec bus: bus_inbox with its indexes after the bus runs' records (no VACUUM); "
               "B/rec gen: the same after the generated records, before the cleanup (PostgreSQL "
@@ -229,23 +238,25 @@ json outbox_targets(const json& section) {
     auto store = row["store"].get<std::string>();
     if (row.value("transport", "") == "rabbitmq") {
       auto p99 = num(row["commit_to_dispatch_p99_us"], 1e12);
-      out.push_back({{"target", "outbox on sqlite, RabbitMQ: commit to dispatch (confirmed) p99"},
-                     {"goal", "< 10 ms"},
-                     {"measured", fmt("%.0f us", p99) + " (p50 "
-                                    + fmt("%.0f us", num(row["commit_to_dispatch_p50_us"])) + ")"},
-                     {"met", p99 < dispatch_p99_goal_us}});
+      out.push_back(
+          {{"target", "outbox on sqlite, RabbitMQ: commit to dispatch (confirmed) p99"},
+           {"goal", "< 10 ms"},
+           {"measured", fmt("%.0f us", p99) + " (p50 "
+                            + fmt("%.0f us", num(row["commit_to_dispatch_p50_us"])) + ")"},
+           {"met", p99 < dispatch_p99_goal_us}});
       continue;
     }
     auto r = num(row["ratio_bus_to_raw"]);
     out.push_back({{"target", "outbox on " + store + ": handler INSERT + send vs raw loop"},
                    {"goal", ">= 0.8"},
-                   {"measured", fmt("%.2f", r) + " (plain/raw " + fmt("%.2f", num(row["ratio_plain_to_raw"])) + ")"},
+                   {"measured", fmt("%.2f", r) + " (plain/raw "
+                                    + fmt("%.2f", num(row["ratio_plain_to_raw"])) + ")"},
                    {"met", r >= ratio_goal}});
     auto p99 = num(row["commit_to_dispatch_p99_us"], 1e12);
     out.push_back({{"target", "outbox on " + store + ": commit to dispatch p99"},
                    {"goal", "< 10 ms"},
                    {"measured", fmt("%.0f us", p99) + " (p50 "
-                                  + fmt("%.0f us", num(row["commit_to_dispatch_p50_us"])) + ")"},
+                                    + fmt("%.0f us", num(row["commit_to_dispatch_p50_us"])) + ")"},
                    {"met", p99 < dispatch_p99_goal_us}});
   }
   return out;

@@ -16,7 +16,7 @@ namespace bench {
 // Runs one case of this program in a process of its own (the suite's
 // case runner): the case's name and arguments, its JSON result.
 using run_case_fn =
-  std::function<nlohmann::json(const std::string&, const std::vector<std::string>&)>;
+    std::function<nlohmann::json(const std::string&, const std::vector<std::string>&)>;
 
 struct outbox_suite_options {
   int runs = 5;
@@ -30,9 +30,8 @@ struct outbox_suite_options {
 [[nodiscard]] nlohmann::json outbox_section(const run_case_fn& run, const outbox_suite_options& o);
 // The commit-to-dispatch latency on RabbitMQ (the bus row on SQLite, its
 // sends confirmed by the broker at `url`), for section["rabbitmq"].
-[[nodiscard]] nlohmann::json outbox_rabbitmq_row(const run_case_fn& run,
-                                                 const outbox_suite_options& o,
-                                                 const std::string& url);
+[[nodiscard]] nlohmann::json
+outbox_rabbitmq_row(const run_case_fn& run, const outbox_suite_options& o, const std::string& url);
 void print_outbox_table(const nlohmann::json& section);
 // The goals, as the suite's target rows ({target, goal, measured, met}).
 [[nodiscard]] nlohmann::json outbox_targets(const nlohmann::json& section);

@@ -34,9 +34,9 @@ std::string conninfo_from(const std::string& dir) {
 } // namespace
 
 throwaway_postgres::throwaway_postgres(std::string script, std::string dir, const std::string& log)
-  : script_(std::move(script)), dir_(std::move(dir)) {
-  auto command = shell_quoted(script_) + " start " + shell_quoted(dir_) + " >" + shell_quoted(log)
-                 + " 2>&1";
+    : script_(std::move(script)), dir_(std::move(dir)) {
+  auto command =
+      shell_quoted(script_) + " start " + shell_quoted(dir_) + " >" + shell_quoted(log) + " 2>&1";
   if (std::system(command.c_str()) == 0)
     conninfo_ = conninfo_from(dir_);
 }

@@ -26,7 +26,7 @@ class timing_store final : public bus::message_store {
 public:
   // `marked` is completed after each successful mark.
   timing_store(std::shared_ptr<bus::message_store> inner, completion& marked)
-    : inner_(std::move(inner)), marked_(marked) {}
+      : inner_(std::move(inner)), marked_(marked) {}
 
   [[nodiscard]] std::string_view name() const noexcept override { return inner_->name(); }
 
@@ -40,7 +40,7 @@ public:
     add(call_ns_[0], now_ns() - at);
     if (entry && entry->transaction)
       entry->transaction =
-        std::make_unique<timed_transaction>(std::move(entry->transaction), *this, key.message_id);
+          std::make_unique<timed_transaction>(std::move(entry->transaction), *this, key.message_id);
     return entry;
   }
 
@@ -73,7 +73,9 @@ public:
                                  std::size_t batch) override {
     return inner_->clean(endpoint, before, batch);
   }
-  bus::result<void> renew_lease(bus::time_point until) override { return inner_->renew_lease(until); }
+  bus::result<void> renew_lease(bus::time_point until) override {
+    return inner_->renew_lease(until);
+  }
   bus::result<std::vector<bus::orphan>> claim_orphans(bus::time_point now,
                                                       std::size_t limit) override {
     return inner_->claim_orphans(now, limit);
@@ -93,7 +95,7 @@ public:
   public:
     timed_transaction(std::unique_ptr<bus::store_transaction> inner, timing_store& owner,
                       std::string message_id)
-      : inner_(std::move(inner)), owner_(owner), message_id_(std::move(message_id)) {}
+        : inner_(std::move(inner)), owner_(owner), message_id_(std::move(message_id)) {}
 
     bus::result<void> commit(const std::vector<std::string>& outgoing) override {
       auto start = now_ns();
@@ -123,7 +125,9 @@ public:
     std::array<double, 3> out{};
     for (std::size_t i = 0; i < out.size(); ++i) {
       auto calls = call_ns_[i].calls.load();
-      out[i] = calls ? static_cast<double>(call_ns_[i].ns.load()) / 1000.0 / static_cast<double>(calls) : 0.0;
+      out[i] =
+          calls ? static_cast<double>(call_ns_[i].ns.load()) / 1000.0 / static_cast<double>(calls)
+                : 0.0;
     }
     return out;
   }
