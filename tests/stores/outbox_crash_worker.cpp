@@ -13,13 +13,20 @@
 // (marked, not yet acknowledged). It prints "ready" once it consumes and runs until
 // SIGTERM, then stops the bus and prints each endpoint's counters.
 // BUS_TEST_SWEEP_INTERVAL_MS sets both endpoints' sweep interval (the
-// process's lease on its records lasts three).
+// process's lease on its records lasts three). BUS_TEST_FAIL_FIRST=1 fails
+// the first attempt of each of ENDPOINT's messages after its writes (a
+// rollback), and retries it a second later, in place; the transport then
+// waits out a broker restart (operation timeout 2 min, reconnects every
+// second at most).
 #include <atomic>
 #include <csignal>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -186,6 +193,12 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
     return 2;
   }
   settings->connection_name = "outbox worker " + std::to_string(::getpid());
+  const bool fail_first = std::getenv("BUS_TEST_FAIL_FIRST") != nullptr;
+  if (fail_first) {
+    settings->operation_timeout = std::chrono::minutes(2);
+    settings->reconnect_delay_min = std::chrono::milliseconds(100);
+    settings->reconnect_delay_max = std::chrono::seconds(1);
+  }
   auto transport = bus::rabbitmq_transport::connect(*settings);
   if (!transport) {
     std::fprintf(stderr, "outbox worker: %s\n", to_string(transport.error()).c_str());
@@ -197,12 +210,24 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
   caf::actor_system sys{cfg};
   bus::bus_builder b{sys};
   b.name("outbox-worker").transport(*transport).message<order>(type);
+  // The ids whose first attempt failed here (fail_first).
+  auto failed_once = std::make_shared<std::pair<std::mutex, std::set<std::string>>>();
   b.endpoint(endpoint, [&](bus::endpoint_builder& e) {
-    e.slots(4).outbox(upstream_store, options).handle<order>([next](const order& m,
-                                                                     bus::handler_context& ctx) {
+    if (fail_first)
+      e.add_resilience([](bus::policy_builder& p) {
+        p.on_any().retry(1, std::chrono::seconds(1)).jitter(false).then_redeliver();
+      });
+    e.slots(4).outbox(upstream_store, options).handle<order>([next, fail_first, failed_once](
+                                                               const order& m,
+                                                               bus::handler_context& ctx) {
       record(ctx, "effects", m.id);
       if (auto sent = ctx.send(next, order{m.id}); !sent)
         throw std::runtime_error(to_string(sent.error()));
+      if (fail_first) {
+        std::lock_guard lock(failed_once->first);
+        if (failed_once->second.insert(m.id).second)
+          throw std::runtime_error("the first attempt of order " + m.id + " fails");
+      }
     });
   });
   b.endpoint(next, [&](bus::endpoint_builder& e) {
