@@ -132,3 +132,25 @@ TEST_CASE("postgresql: a store lives through a crash of its server: it fails whi
   pg_reader r(conninfo);
   CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NOT NULL") == 1);
 }
+
+TEST_CASE("postgresql: a store opening beside transactions that write the inbox neither waits "
+          "for them nor holds them up") {
+  store_backend b;
+  auto running = b.open();
+  // A handler of a live process inside its attempt: the inbox is written.
+  auto attempt = running->receive({"billing", "m-1"}, now);
+  REQUIRE(attempt);
+  REQUIRE(attempt->state == inbox_state::first);
+  // A second process starting now, and its pool's next connections: none
+  // of them may wait for that transaction (lock timeout 200 ms).
+  auto opened = bus::postgres_store::open({b.conninfo(), 200ms});
+  INFO((opened ? "" : opened.error().message));
+  REQUIRE(opened);
+  auto one = (*opened)->receive({"billing", "m-2"}, now);
+  auto two = (*opened)->receive({"billing", "m-3"}, now); // a second connection of its pool
+  REQUIRE(one);
+  REQUIRE(two);
+  REQUIRE(one->transaction->commit({}));
+  REQUIRE(two->transaction->commit({}));
+  REQUIRE(attempt->transaction->commit({}));
+}

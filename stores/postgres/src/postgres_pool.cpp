@@ -181,30 +181,48 @@ result<std::unique_ptr<postgres_connection>> postgres_pool::take() {
     return error{errc::store_failure, label + ": cannot connect: out of memory"};
   if (PQstatus(c->conn) != CONNECTION_OK)
     return failure(*c, "cannot connect");
-  // Warnings only: "relation already exists, skipping" on every connection
-  // would go to the process's stderr (libpq's default notice processor).
   auto session = "SET client_min_messages = warning; SET lock_timeout = "
                  + std::to_string(
                    std::chrono::duration_cast<std::chrono::milliseconds>(settings.lock_timeout)
                      .count());
   if (!succeeded(c->exec(session.c_str())))
     return failure(*c, "cannot set the session's lock timeout");
-  if (auto created = c->exec(schema_sql); !succeeded(created)) {
-    auto err = failure(*c, "cannot create the bus's tables", created);
-    c->roll_back();
-    return err;
+  if (!schema_checked.load(std::memory_order_acquire)) {
+    if (auto checked = check_schema(*c); !checked)
+      return checked.error();
+    schema_checked.store(true, std::memory_order_release);
   }
-  auto version = c->exec("SELECT max(version) FROM bus_store_schema");
-  if (!succeeded(version) || PQntuples(version.get()) != 1)
-    return failure(*c, "cannot read the schema version", version);
-  if (int v = std::atoi(PQgetvalue(version.get(), 0, 0)); v != schema_version)
-    return error{errc::store_failure, label + ": its bus tables have schema version "
-                                        + std::to_string(v) + ", this bus reads version "
-                                        + std::to_string(schema_version)};
   for (const auto& s : statements)
     if (pg_result prepared(PQprepare(c->conn, s.name, s.sql, 0, nullptr)); !succeeded(prepared))
       return failure(*c, "cannot prepare the bus's statements", prepared);
   return c;
+}
+
+result<void> postgres_pool::check_schema(const postgres_connection& c) const {
+  // Only when missing: CREATE INDEX IF NOT EXISTS takes a SHARE lock on its
+  // table even when the index is there, so running the DDL on a database
+  // in use would wait behind every open transaction that writes the inbox,
+  // and hold up every later one meanwhile (a second process starting, a
+  // pool's new connection while handlers run).
+  auto present = c.exec("SELECT to_regclass('bus_store_schema') IS NOT NULL");
+  if (!succeeded(present) || PQntuples(present.get()) != 1)
+    return failure(c, "cannot look for the bus's tables", present);
+  // "client_min_messages = warning": the NOTICEs of IF NOT EXISTS would go
+  // to the process's stderr (libpq's default notice processor).
+  if (std::string_view(PQgetvalue(present.get(), 0, 0)) != "t")
+    if (auto created = c.exec(schema_sql); !succeeded(created)) {
+      auto err = failure(c, "cannot create the bus's tables", created);
+      c.roll_back();
+      return err;
+    }
+  auto version = c.exec("SELECT max(version) FROM bus_store_schema");
+  if (!succeeded(version) || PQntuples(version.get()) != 1)
+    return failure(c, "cannot read the schema version", version);
+  if (int v = std::atoi(PQgetvalue(version.get(), 0, 0)); v != schema_version)
+    return error{errc::store_failure, label + ": its bus tables have schema version "
+                                        + std::to_string(v) + ", this bus reads version "
+                                        + std::to_string(schema_version)};
+  return {};
 }
 
 void postgres_pool::give_back(std::unique_ptr<postgres_connection> c) {

@@ -3,6 +3,7 @@
 // thread at a time (each consumer thread runs its own attempt).
 #pragma once
 
+#include <atomic>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,9 @@ struct postgres_pool {
   std::string owner; // this store's name as the owner of its records: random, per open
   std::mutex mutex;
   std::vector<std::unique_ptr<postgres_connection>> idle;
+  // The bus's tables were found (or made) at the version this bus reads:
+  // once per pool, at open(), not at every new connection.
+  std::atomic<bool> schema_checked{false};
 
   postgres_pool(postgres_store_settings s, std::string label);
 
@@ -63,6 +67,9 @@ struct postgres_pool {
   // one goes too: they all reached the same server, which is gone or
   // restarted, and each would fail one attempt to find out.
   void give_back(std::unique_ptr<postgres_connection> c);
+
+  // Creates the bus's tables if they are missing, then checks their version.
+  [[nodiscard]] result<void> check_schema(const postgres_connection& c) const;
 
   // errc::store_failure: "<label>: <what>: <the server's message>".
   [[nodiscard]] error failure(const postgres_connection& c, std::string_view what,
