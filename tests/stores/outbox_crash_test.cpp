@@ -100,6 +100,21 @@ void stop_worker(bus::test::child_process& worker, const std::string& output) {
   CHECK(WEXITSTATUS(*stopped) == 0);
 }
 
+// A producer on the shared broker, with the worker's two queues declared:
+// its first endpoint sends on before its second has declared the other.
+std::shared_ptr<bus::rabbitmq_transport> declare_queues(const std::string& endpoint) {
+  auto producer = bus::test::connect_transport();
+  REQUIRE(producer->declare_queue(endpoint));
+  REQUIRE(producer->declare_queue(endpoint + ".next"));
+  return producer;
+}
+
+// Every one of `n` orders reached the receiver, and nothing waits in the outbox.
+bool all_sent_on(const crash_database& db, int n) {
+  return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == n
+         && db.number("SELECT count(*) FROM bus_outbox") == 0;
+}
+
 // Waits for a worker to kill itself with SIGKILL.
 void expect_killed(bus::test::child_process& worker, const std::string& output) {
   auto status = worker.wait(60s);
@@ -129,11 +144,7 @@ TEST_CASE("outbox: kill -9 at each step of a delivery leaves every effect once a
     auto endpoint = bus::test::unique_name("outbox." + step);
     auto type = bus::test::unique_name("order");
     auto output = db.dir().file("worker.out");
-    auto producer = bus::test::connect_transport();
-    REQUIRE(producer->declare_queue(endpoint));
-    // The receiver's queue too: the worker's first endpoint takes these
-    // messages and sends on before its second endpoint has declared it.
-    REQUIRE(producer->declare_queue(endpoint + ".next"));
+    auto producer = declare_queues(endpoint);
     for (int i = 0; i < orders; ++i)
       REQUIRE(producer->send(endpoint, order_message(i, type)));
 
@@ -142,11 +153,7 @@ TEST_CASE("outbox: kill -9 at each step of a delivery leaves every effect once a
     expect_killed(*first, output);
 
     auto second = start_worker({endpoint, type, db.worker_arg()}, output);
-    auto all_done = [&] {
-      return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == orders
-             && db.number("SELECT count(*) FROM bus_outbox") == 0;
-    };
-    CHECK(bus::test::eventually(all_done, 60s));
+    CHECK(bus::test::eventually([&] { return all_sent_on(db, orders); }, 60s));
     stop_worker(*second, output);
 
     CHECK(db.number("SELECT count(*) FROM effects") == orders);
@@ -175,9 +182,7 @@ TEST_CASE("outbox: kill -9 in the middle of a sweep: another process's sweeper s
     auto endpoint = bus::test::unique_name("outbox.sweep");
     auto type = bus::test::unique_name("order");
     auto output = db.dir().file("worker.out");
-    auto producer = bus::test::connect_transport();
-    REQUIRE(producer->declare_queue(endpoint));
-    REQUIRE(producer->declare_queue(endpoint + ".next"));
+    auto producer = declare_queues(endpoint);
     // Sends that a dead process stored and gave up: only a sweep sends them.
     for (int i = 0; i < orders; ++i) {
       bus::inbox_key key{endpoint, "m-" + std::to_string(i)};
@@ -198,11 +203,7 @@ TEST_CASE("outbox: kill -9 in the middle of a sweep: another process's sweeper s
     // The dead one's lease lasts three sweep intervals; then the second's
     // sweeper claims what it held and sends it.
     auto second = start_worker({endpoint, type, db.worker_arg()}, output, "200");
-    auto all_done = [&] {
-      return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == orders
-             && db.number("SELECT count(*) FROM bus_outbox") == 0;
-    };
-    CHECK(bus::test::eventually(all_done, 60s));
+    CHECK(bus::test::eventually([&] { return all_sent_on(db, orders); }, 60s));
     stop_worker(*second, output);
     CHECK(db.number("SELECT count(*) FROM next_effects") == orders);
     CHECK(db.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NULL") == 0);
@@ -219,9 +220,7 @@ TEST_CASE("outbox: every message delivered twice, the copies landing at once on 
     crash_database db(kind);
     auto endpoint = bus::test::unique_name("outbox.twice");
     auto type = bus::test::unique_name("order");
-    auto producer = bus::test::connect_transport();
-    REQUIRE(producer->declare_queue(endpoint));
-    REQUIRE(producer->declare_queue(endpoint + ".next"));
+    auto producer = declare_queues(endpoint);
     constexpr int messages = 40;
     // Both copies queued before either process consumes: with 4 slots each,
     // the two processes take copies of the same message at the same time.
@@ -233,11 +232,7 @@ TEST_CASE("outbox: every message delivered twice, the copies landing at once on 
     auto other_output = db.dir().file("other.out");
     auto one = start_worker({endpoint, type, db.worker_arg()}, one_output);
     auto other = start_worker({endpoint, type, db.worker_arg()}, other_output);
-    auto all_done = [&] {
-      return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == messages
-             && db.number("SELECT count(*) FROM bus_outbox") == 0;
-    };
-    CHECK(bus::test::eventually(all_done, 60s));
+    CHECK(bus::test::eventually([&] { return all_sent_on(db, messages); }, 60s));
     stop_worker(*one, one_output);
     stop_worker(*other, other_output);
     CHECK(db.number("SELECT count(*) FROM effects") == messages);
@@ -266,9 +261,7 @@ TEST_CASE("outbox: the broker restarted while every message's retry waits: each 
     auto endpoint = bus::test::unique_name("outbox.restart");
     auto type = bus::test::unique_name("order");
     auto output = db.dir().file("worker.out");
-    auto producer = bus::test::connect_transport();
-    REQUIRE(producer->declare_queue(endpoint));
-    REQUIRE(producer->declare_queue(endpoint + ".next"));
+    auto producer = declare_queues(endpoint);
     constexpr int messages = 100;
     for (int i = 0; i < messages; ++i)
       REQUIRE(producer->send(endpoint, order_message(i, type)));
@@ -284,11 +277,7 @@ TEST_CASE("outbox: the broker restarted while every message's retry waits: each 
       [&] { return db.number("SELECT count(*) FROM next_effects") >= 8; }, 60s));
     REQUIRE(std::system((bus::test::broker_env("BUS_RABBITMQ_RESTART") + " >/dev/null").c_str())
             == 0);
-    auto all_done = [&] {
-      return db.number("SELECT count(DISTINCT order_id) FROM next_effects") == messages
-             && db.number("SELECT count(*) FROM bus_outbox") == 0;
-    };
-    CHECK(bus::test::eventually(all_done, 180s));
+    CHECK(bus::test::eventually([&] { return all_sent_on(db, messages); }, 180s));
     stop_worker(*worker, output);
     CHECK(db.number("SELECT count(*) FROM effects") == messages);
     CHECK(db.number("SELECT count(DISTINCT order_id) FROM effects") == messages);
