@@ -5,7 +5,10 @@
 #pragma once
 
 #include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
 #include <caf/timespan.hpp>
+
+#include <stdexcept>
 
 #include "workload.hpp"
 
@@ -15,6 +18,10 @@ inline void configure(caf::actor_system_config& cfg, const case_args& args) {
   cfg.set("scheduler.max-threads", args.number("threads", 2));
   if (auto us = args.number("relaxed-sleep-us", 0); us > 0)
     cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan(us * 1000));
+  if (auto policy = args.text("policy", ""); policy == "sharing")
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+  else if (!policy.empty() && policy != "stealing")
+    throw std::runtime_error("--policy is stealing or sharing, not '" + policy + "'");
 }
 
 } // namespace bench
