@@ -113,6 +113,9 @@ struct exporter::families {
                                      "Changes of rate-limit state, by the state entered")),
       reconnects(counter(r, "bus_transport_reconnects_total",
                          "Connections the transport re-established after a loss")),
+      republished(counter(r, "bus_transport_republished_total",
+                          "Messages published again because their confirm never came; each "
+                          "may be on the broker twice")),
       in_flight(gauge(r, "bus_messages_in_flight", "Deliveries taken and not settled yet")),
       busy_slots(gauge(r, "bus_busy_slots", "Slots holding a delivery")),
       slots(gauge(r, "bus_slots", "Slots of the endpoint (concurrent handler calls)")),
@@ -163,6 +166,7 @@ struct exporter::families {
   Family<Counter>& probes;
   Family<Counter>& rate_limit_transitions;
   Family<Counter>& reconnects;
+  Family<Counter>& republished;
   Family<Gauge>& in_flight;
   Family<Gauge>& busy_slots;
   Family<Gauge>& slots;
@@ -305,6 +309,7 @@ struct exporter::transport_series {
   transport_series(families& f, const std::string& system) {
     prometheus::Labels l{{"messaging_system", system}};
     reconnects = counter_link{&f.reconnects.Add(l)};
+    republished = counter_link{&f.republished.Add(l)};
     connected = &f.connected.Add(l);
     auto op = [&](const char* name) {
       return histogram_link{
@@ -316,6 +321,7 @@ struct exporter::transport_series {
   }
 
   counter_link reconnects;
+  counter_link republished;
   Gauge* connected = nullptr;
   histogram_link send, publish;
   // A series per queue ever reported stalled; 0 once it moves again.
@@ -341,6 +347,7 @@ bus_view exporter::sync() {
   if (!transport_)
     transport_ = std::make_unique<transport_series>(*families_, view.transport_name);
   transport_->reconnects.push(view.transport.reconnects);
+  transport_->republished.push(view.transport.republished);
   transport_->connected->Set(view.transport.connected ? 1 : 0);
   for (auto& [queue, series] : transport_->stalled)
     series->Set(0);

@@ -62,6 +62,9 @@ struct stalled_queue {
 struct transport_health {
   bool connected = true;
   std::uint64_t reconnects = 0; // connections re-established after a loss, since it started
+  // Messages published again because their confirm never came (a lost
+  // connection, a stalled channel): each may be on the broker twice.
+  std::uint64_t republished = 0;
   std::string detail;
   // What the transport watches on the broker and found stalled; empty when
   // all moves (or it watches nothing).

@@ -85,6 +85,7 @@ TEST_CASE("the bus registers its families, named after OpenTelemetry or with bus
     {"messaging_process_duration_seconds", by_outcome},
     {"bus_send_to_handler_start_seconds", typed},
     {"bus_transport_reconnects_total", system},
+    {"bus_transport_republished_total", system},
     {"bus_transport_connected", system},
     {"messaging_client_operation_duration_seconds", {"messaging_system", "messaging_operation_name"}},
   };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "broker.hpp"
 #include "bus/rabbitmq_transport.hpp"
@@ -68,6 +69,46 @@ TEST_CASE("1,000 asynchronous sends from one thread are in flight at once, all c
   CHECK(done.succeeded() == 1000);
   CHECK(done.each_exactly_once());
   CHECK(t->message_count(q).value() == 1000);
+}
+
+// Confirms late because the network paused (or the broker was slow) are
+// not a stalled channel: publishing everything in flight again on a new
+// channel would put each message on the queue twice (issue 22, point 4).
+TEST_CASE("sends whose confirms come late because the network paused past the stall threshold "
+          "are on the queue once",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port());
+  auto s = through(relay);
+  s.confirm_stall_timeout = 1s;
+  bus::test::log_capture log;
+  s.log = log.sink();
+  completion_log done;
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("async_slow_confirms");
+  REQUIRE(t->declare_queue(q));
+  relay.pause();
+  for (int i = 0; i < 100; ++i) {
+    auto id = "m-" + std::to_string(i);
+    t->async_send(q, message(id), done.make(id));
+  }
+  // The network's pause itself, half as long again as the threshold (not
+  // a wait for work to finish: nothing can finish while it lasts).
+  std::this_thread::sleep_for(1500ms);
+  CHECK(done.total() == 0);
+  relay.resume();
+  REQUIRE(done.wait_for(100, 5s));
+  CHECK(done.succeeded() == 100);
+  CHECK(done.each_exactly_once());
+  CHECK(t->message_count(q).value() == 100);
+  // The channel was suspected, and the suspicion cleared by the confirms.
+  auto logged = [&log](const std::string& text) {
+    auto lines = log.lines();
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  CHECK(logged("asking on a new channel"));
+  CHECK_FALSE(logged("unconfirmed messages again"));
+  CHECK(t->health().republished == 0);
 }
 
 TEST_CASE("a send the broker does not confirm within operation_timeout fails, and later sends "
@@ -144,6 +185,11 @@ TEST_CASE("sends unconfirmed when the connection drops are published again and c
   CHECK(done.each_exactly_once());
   CHECK(t->reconnects() >= 1);
   CHECK(t->message_count(q).value() == 200);
+  // Those the lost connection had taken count as published again; any
+  // still waiting for the I/O thread at the loss went out once.
+  auto republished = t->health().republished;
+  CHECK(republished > 0);
+  CHECK(republished <= 200);
 }
 
 TEST_CASE("destroying the transport with sends in flight completes each of them with a failure",

@@ -92,6 +92,10 @@ TEST_CASE("query parameters set timeouts, the queue type and the delay levels",
   CHECK(s.connection_name == "billing api");
   CHECK(s.reconnect_delay_min == 100ms);
   CHECK(s.reconnect_delay_max == 900ms);
+  CHECK(parsed("amqp://mq").confirm_stall_timeout == 0ms); // a quarter of operation_timeout
+  CHECK(parsed("amqp://mq?confirm_stall_timeout=4000").confirm_stall_timeout == 4000ms);
+  CHECK_THAT(refusal("amqp://mq?operation_timeout=2000&confirm_stall_timeout=2000"),
+             Catch::Contains("confirm_stall_timeout must be 0"));
   CHECK(parsed("amqp://[::1]:5680/").host == "::1");
   CHECK(parsed("amqp://[::1]:5680/").port == 5680);
 }

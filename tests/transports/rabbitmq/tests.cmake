@@ -30,6 +30,7 @@ bus_test_binary(rabbitmq_unit_tests
           ${CMAKE_CURRENT_LIST_DIR}/amqp_fields_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/reconnect_delay_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/stranded_levels_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/confirm_stall_test.cpp
   LIBS bus::rabbitmq rabbitmq::rabbitmq)
 target_include_directories(rabbitmq_unit_tests PRIVATE "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src")
 

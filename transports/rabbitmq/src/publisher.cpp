@@ -22,11 +22,13 @@ std::string ms_text(std::chrono::milliseconds d) {
 publisher::publisher(rabbitmq_settings settings, std::shared_ptr<topology_record> record,
                      std::shared_ptr<const rabbitmq_logger> log)
     : settings_(std::move(settings)),
-      stall_after_(std::max<clock::duration>(std::chrono::seconds(1),
-                                              settings_.operation_timeout / 4)),
       levels_(settings_.delay_levels, settings_.delay_unit),
       record_(std::move(record)), log_(std::move(log)),
-      loop_(settings_, "publisher", "publishing connection", log_, *this) {}
+      loop_(settings_, "publisher", "publishing connection", log_, *this),
+      stall_(settings_.confirm_stall_timeout.count() > 0
+                 ? clock::duration(settings_.confirm_stall_timeout)
+                 : std::max<clock::duration>(std::chrono::seconds(1),
+                                             settings_.operation_timeout / 4)) {}
 
 publisher::~publisher() {
   {
@@ -217,6 +219,8 @@ std::optional<std::string> publisher::session_opened(amqp_session& s) {
   delay_bound_.clear();
   blocked_ = false;
   declare_channel_open_ = false;
+  stall_.reset(); // its question went with the old connection
+  question_channel_ = 0;
   publish_channel_ = s.new_channel_number();
   declare_channel_ = s.new_channel_number();
   amqp_status failed = s.open_channel(publish_channel_);
@@ -243,6 +247,8 @@ std::string publisher::session_lost() {
   auto unconfirmed = in_flight_.size() + refused_.size();
   // Publishes the broker never confirmed go out again, first and in their
   // order: the broker may have them already (at least once, not at most).
+  // The refused ones it certainly does not have.
+  republished_ += in_flight_.size();
   requeue_unconfirmed();
   return std::to_string(unconfirmed)
          + " unconfirmed messages will be published again once it is back";
@@ -275,30 +281,95 @@ void publisher::republish_refused(clock::time_point now) {
     requeue_unconfirmed();
 }
 
-bool publisher::recover_stalled_confirms(clock::time_point now) {
+std::optional<publisher::clock::time_point> publisher::oldest_judged() const {
   // Blocked, the broker reads nothing: a confirm is late for that reason,
-  // and a new channel's methods would only fill the socket.
+  // and a new channel's methods would only fill the socket. Refused
+  // publishes are moved to a new channel by their own round.
   if (in_flight_.empty() || !refused_.empty() || blocked_ || !session() || !session()->alive())
-    return false;
-  const auto& oldest = *in_flight_.begin()->second;
-  if (now - oldest.sent_at < stall_after_)
-    return false;
-  // The channel lost track of a quorum queue's leader (RabbitMQ 3.10 does
-  // not send a publish again when the leader it went to dies): a fresh
-  // channel finds the new leader. Everything unconfirmed goes out again;
-  // the broker may have some of it already (at least once).
-  log_->warn("RabbitMQ has not confirmed message " + oldest.message->message_id() + " in "
-             + ms_text(std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest.sent_at))
-             + "; publishing the " + std::to_string(in_flight_.size())
+    return std::nullopt;
+  return in_flight_.begin()->second->sent_at;
+}
+
+bool publisher::recover_stalled_confirms(clock::time_point now) {
+  auto oldest_sent = oldest_judged();
+  switch (stall_.next(oldest_sent, now)) {
+    case confirm_stall::step::wait:
+      return false;
+    case confirm_stall::step::drop:
+      drop_question();
+      return false;
+    case confirm_stall::step::ask: {
+      auto* s = session();
+      auto channel = s->new_channel_number();
+      if (channel == 0) {
+        s->kill("no channel number left for a new publishing channel");
+        return false;
+      }
+      // Sent without waiting; the answer comes through read_frames.
+      amqp_channel_open_t open{};
+      amqp_confirm_select_t select{};
+      select.nowait = 1;
+      int status = amqp_send_method(s->raw(), channel, AMQP_CHANNEL_OPEN_METHOD, &open);
+      if (status >= 0)
+        status = amqp_send_method(s->raw(), channel, AMQP_CONFIRM_SELECT_METHOD, &select);
+      if (s->call_status(status))
+        return false;
+      question_channel_ = channel;
+      stall_.asked(next_seq_, now);
+      log_->info("RabbitMQ has not confirmed message "
+                 + in_flight_.begin()->second->message->message_id() + " in "
+                 + ms_text(std::chrono::duration_cast<std::chrono::milliseconds>(
+                     now - *oldest_sent))
+                 + "; asking on a new channel whether it still reads this connection");
+      return false;
+    }
+    case confirm_stall::step::move:
+      break;
+  }
+  // The broker reads this connection, and the old channel has confirmed
+  // nothing sent before the question since: it lost what it sent.
+  // Everything unconfirmed goes out again on the question's channel; the
+  // broker may have some of it already (at least once).
+  log_->warn("RabbitMQ has not confirmed message "
+             + in_flight_.begin()->second->message->message_id() + " in "
+             + ms_text(std::chrono::duration_cast<std::chrono::milliseconds>(now - *oldest_sent))
+             + " although it answers on this connection; publishing the "
+             + std::to_string(in_flight_.size())
              + " unconfirmed messages again on a new channel");
-  if (!switch_publish_channel())
+  auto* s = session();
+  amqp_channel_close_t close{};
+  close.reply_code = AMQP_REPLY_SUCCESS;
+  close.reply_text = amqp_cstring_bytes("moving to a new publishing channel");
+  if (s->call_status(
+          amqp_send_method(s->raw(), publish_channel_, AMQP_CHANNEL_CLOSE_METHOD, &close)))
     return false;
+  publish_channel_ = question_channel_;
+  question_channel_ = 0;
+  stall_.reset();
+  next_seq_ = 1;
+  republished_ += in_flight_.size();
   requeue_unconfirmed();
   return true;
 }
 
-bool publisher::switch_publish_channel() {
+void publisher::drop_question() {
+  stall_.reset();
+  auto channel = std::exchange(question_channel_, 0);
   auto* s = session();
+  if (channel == 0 || !s || !s->alive())
+    return;
+  // Its close-ok comes back on a channel read_frames treats as retired.
+  amqp_channel_close_t close{};
+  close.reply_code = AMQP_REPLY_SUCCESS;
+  close.reply_text = amqp_cstring_bytes("the publishing channel confirms again");
+  (void)s->call_status(amqp_send_method(s->raw(), channel, AMQP_CHANNEL_CLOSE_METHOD, &close));
+}
+
+bool publisher::switch_publish_channel() {
+  drop_question(); // it was about the channel retired here
+  auto* s = session();
+  if (!s->alive())
+    return false;
   auto next = s->new_channel_number();
   if (next == 0) {
     // A new connection numbers its channels from 1 again.
@@ -484,6 +555,16 @@ void publisher::read_frames() {
   while (session()->alive() && session()->poll_frame(frame)) {
     if (frame.frame_type != AMQP_FRAME_METHOD)
       continue; // content of a return is read with its method; nothing else comes here
+    if (question_channel_ != 0 && frame.channel == question_channel_) {
+      if (frame.payload.method.id == AMQP_CHANNEL_OPEN_OK_METHOD) {
+        stall_.answered(clock::now());
+      } else if (frame.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        session()->channel_closed_by_broker(frame); // answers close-ok
+        question_channel_ = 0;
+        stall_.reset();
+      }
+      continue;
+    }
     // A publishing channel left behind (switch_publish_channel) may still
     // send confirms, returns and its close-ok: its publishes went out again
     // on the current channel, and are settled there.
@@ -568,6 +649,8 @@ void publisher::on_confirm(std::uint64_t tag, bool multiple, bool ack) {
                       : (first == in_flight_.end() ? first : std::next(first));
   for (auto it = first; it != end; ++it)
     settle(it->first, it->second);
+  if (first != end)
+    stall_.settled(first->first, clock::now()); // slow, not stalled, if sent before a question
   in_flight_.erase(first, end);
   if (!round_started && !refused_.empty()) {
     auto wait = reconnect_delay(settings_, ++refusal_rounds_, random_);
@@ -654,8 +737,8 @@ publisher::clock::time_point publisher::next_deadline() const {
     next = std::min(next, in_flight_.begin()->second->deadline);
   if (!backlog_.empty())
     next = std::min(next, backlog_.front()->deadline);
-  if (!in_flight_.empty() && refused_.empty() && !blocked_)
-    next = std::min(next, in_flight_.begin()->second->sent_at + stall_after_);
+  if (auto at = stall_.wake_at(oldest_judged()))
+    next = std::min(next, *at);
   if (!refused_.empty()) {
     next = std::min(next, refused_.begin()->second->deadline);
     // The refused wait for the sends in flight too (republish_refused):

@@ -25,6 +25,7 @@
 // the connection died).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -41,6 +42,7 @@
 
 #include "amqp_message.hpp"
 #include "amqp_session.hpp"
+#include "confirm_stall.hpp"
 #include "bus/transport.hpp"
 #include "connection_loop.hpp"
 #include "delay_levels.hpp"
@@ -86,6 +88,10 @@ public:
   [[nodiscard]] result<std::uint32_t> message_count(const std::string& queue);
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
+  // Publishes sent again because their confirm never came (a connection
+  // lost, a channel that stalled): each may be on the broker twice. Any
+  // thread.
+  [[nodiscard]] std::uint64_t republished() const noexcept { return republished_.load(); }
   // Whether its connection is up right now (false before the first one and
   // from a loss until the reconnect). Any thread.
   [[nodiscard]] bool connected() const noexcept { return loop_.connected(); }
@@ -146,10 +152,16 @@ private:
   // a new publishing channel, and the refused publishes first in the
   // backlog, in their order.
   void republish_refused(clock::time_point now);
-  // A publish unconfirmed for stall_after_ while the connection lives:
-  // everything unconfirmed goes out again on a new channel. True: it
-  // requeued them.
+  // Asks, waits or moves as stall_ says (confirm_stall.hpp): a fresh
+  // channel in confirm mode is the question, and becomes the publishing
+  // channel when everything unconfirmed goes out again. True: it requeued
+  // them.
   bool recover_stalled_confirms(clock::time_point now);
+  // When the oldest unconfirmed publish was sent, if stall_ may judge the
+  // channel now (nothing refused, not blocked, a live session).
+  [[nodiscard]] std::optional<clock::time_point> oldest_judged() const;
+  // Closes the question's channel, if there is one, without waiting.
+  void drop_question();
   // Retires the publishing channel for a new one, without waiting for the
   // broker. False: the session died (or was killed: no channel numbers left).
   bool switch_publish_channel();
@@ -161,12 +173,11 @@ private:
   [[nodiscard]] error refusal_error(const request& r) const;
 
   const rabbitmq_settings settings_;
-  // How long a publish may wait for its confirm before the channel is
-  // suspected (a quarter of operation_timeout, at least a second).
-  const clock::duration stall_after_;
   const delay_levels levels_;
   const std::shared_ptr<topology_record> record_;
   const std::shared_ptr<const rabbitmq_logger> log_;
+
+  std::atomic<std::uint64_t> republished_{0};
 
   mutable std::mutex mutex_;
   std::deque<request_ptr> incoming_; // guarded
@@ -184,6 +195,12 @@ private:
   // wait in the backlog instead, where their deadlines still apply.
   bool blocked_ = false;
   std::uint64_t next_seq_ = 1;
+  // Late confirms: suspected after settings' confirm_stall_timeout (by
+  // default a quarter of operation_timeout, at least a second), and the
+  // channel that asks the broker whether it still reads this connection (0:
+  // none), which would replace the publishing channel.
+  confirm_stall stall_;
+  amqp_channel_t question_channel_ = 0;
   // Deadlines do not decrease along any of the three containers (each
   // request's is set under mutex_ as it is queued, and all keep the order
   // of arrival), so the front holds the earliest: expire() and

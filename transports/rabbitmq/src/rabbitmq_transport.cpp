@@ -222,6 +222,7 @@ std::uint64_t rabbitmq_transport::reconnects() const noexcept {
 transport_health rabbitmq_transport::health() const {
   transport_health h;
   h.reconnects = reconnects();
+  h.republished = impl_->publishing.republished();
   const bool publishing = impl_->publishing.connected();
   const bool consuming = impl_->consuming.connected();
   h.connected = publishing && consuming;

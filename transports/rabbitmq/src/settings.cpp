@@ -87,6 +87,8 @@ std::string apply_query(rabbitmq_settings& s, const std::string& key, const std:
     return millis(s.connect_timeout);
   if (key == "operation_timeout")
     return millis(s.operation_timeout);
+  if (key == "confirm_stall_timeout")
+    return millis(s.confirm_stall_timeout);
   if (key == "reconnect_delay_min")
     return millis(s.reconnect_delay_min);
   if (key == "reconnect_delay_max")
@@ -156,8 +158,9 @@ std::string apply_query(rabbitmq_settings& s, const std::string& key, const std:
   if (key == "stranded_margin")
     return millis(s.stranded_margin);
   return "unknown parameter '" + key
-         + "' (known: heartbeat, connection_timeout, operation_timeout, cacertfile, certfile, "
-           "keyfile, verify, verify_hostname, queue_type, delay_unit, delay_levels, "
+         + "' (known: heartbeat, connection_timeout, operation_timeout, confirm_stall_timeout, "
+           "cacertfile, certfile, keyfile, verify, verify_hostname, queue_type, delay_unit, "
+           "delay_levels, "
            "reconnect_delay_min, reconnect_delay_max, connection_name, delivery_limit, "
            "error_queue_suffix, skipped_queue_suffix, management_url, level_watch_interval, "
            "stranded_margin)";
@@ -233,6 +236,11 @@ result<void> rabbitmq_settings::validate() const {
     mistakes.push_back("connect_timeout must be positive");
   if (operation_timeout.count() <= 0)
     mistakes.push_back("operation_timeout must be positive");
+  if (confirm_stall_timeout.count() < 0
+      || (confirm_stall_timeout.count() > 0 && confirm_stall_timeout >= operation_timeout))
+    mistakes.push_back("confirm_stall_timeout must be 0 (a quarter of operation_timeout) or "
+                       "shorter than operation_timeout, or no stalled channel is ever left "
+                       "before its sends fail");
   if (heartbeat.count() < 0 || heartbeat.count() > 65535)
     mistakes.push_back("heartbeat must be between 0 and 65535 seconds");
   if (reconnect_delay_min.count() <= 0 || reconnect_delay_max < reconnect_delay_min)

@@ -73,6 +73,15 @@ struct rabbitmq_settings {
   // a reconnect that a send or a consume waits for. Past it the call fails
   // with errc::transport_failure instead of hanging.
   std::chrono::milliseconds operation_timeout{10000};
+  // A publish unconfirmed this long makes the publisher suspect its channel
+  // (a quorum queue's leader died and RabbitMQ 3.10 dropped what the channel
+  // sent it). It then asks the broker on a fresh channel whether it still
+  // reads this connection, and moves to that channel, publishing everything
+  // unconfirmed again, only if the broker answers and the old channel then
+  // confirms nothing sent before the question for half this time again. A
+  // network pause or a slow broker is waited out instead: nothing is
+  // published twice for it. 0: a quarter of operation_timeout, at least 1 s.
+  std::chrono::milliseconds confirm_stall_timeout{0};
   // After a connection loss: the first retry comes after the minimum, each
   // failed one doubles the wait, up to the maximum (with +-20% jitter, so
   // that many processes do not reconnect in lockstep).
@@ -144,7 +153,7 @@ struct rabbitmq_settings {
 // vhost are percent-decoded, so the vhost "/" is written %2F; an empty or
 // missing vhost means "/" too. amqps switches TLS on and the default port
 // to 5671. Query keys (RabbitMQ's own names where they exist):
-//   heartbeat=<s>  connection_timeout=<ms>  operation_timeout=<ms>
+//   heartbeat=<s>  connection_timeout=<ms>  operation_timeout=<ms>  confirm_stall_timeout=<ms>
 //   cacertfile=<path>  certfile=<path>  keyfile=<path>
 //   verify=verify_peer|verify_none  verify_hostname=true|false
 //   queue_type=quorum|classic  delay_unit=<ms>  delay_levels=<n>
