@@ -133,8 +133,13 @@ struct message_bus::impl {
   result<void> launch(endpoint_entry& e) {
     auto& t = *transport;
     const auto& def = e.definition;
+    // Every queue of the endpoint tells the transport the endpoint's error
+    // queue, so a broker dead-letters there whatever it is named: the
+    // endpoint's definition is the one place that knows it.
+    queue_options endpoint_queue;
+    endpoint_queue.dead_letter_queue = def.error_queue;
     for (const auto* queue : {&def.name, &def.error_queue, &def.skipped_queue})
-      if (auto ok = t.declare_queue(*queue); !ok)
+      if (auto ok = t.declare_queue_with(*queue, endpoint_queue); !ok)
         return ok.error();
     for (const auto& slot : def.handlers)
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)

@@ -222,15 +222,27 @@ TEST_CASE("quorum queues take an explicit delivery limit and an error queue suff
   CHECK_THAT(refusal("amqp://mq?delivery_limit=many"), Catch::Contains("whole number"));
 }
 
-TEST_CASE("a quorum queue dead-letters to its endpoint's error queue at the delivery limit",
+TEST_CASE("a quorum queue dead-letters to the error queue the bus names for its endpoint",
           "[rabbitmq][settings][quorum]") {
   bus::rabbitmq_settings s;
-  CHECK(bus::detail::dead_letter_queue("billing", s) == "billing_error");
-  CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing_error");
-  CHECK(bus::detail::dead_letter_queue("billing_error", s) == "billing_error");
+  bus::queue_options named;
+  named.dead_letter_queue = "billing_failures";
+  // What the bus declares with: its endpoint's error queue, whatever its name.
+  CHECK(bus::detail::dead_letter_queue("billing", named, s) == "billing_failures");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", named, s) == "billing_failures");
+  CHECK(bus::detail::dead_letter_queue("billing_failures", named, s) == "billing_failures");
+}
+
+TEST_CASE("a queue declared without an error queue dead-letters by the suffixes of the settings",
+          "[rabbitmq][settings][quorum]") {
+  bus::rabbitmq_settings s;
+  bus::queue_options none;
+  CHECK(bus::detail::dead_letter_queue("billing", none, s) == "billing_error");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", none, s) == "billing_error");
+  CHECK(bus::detail::dead_letter_queue("billing_error", none, s) == "billing_error");
   s.error_queue_suffix = ".errors";
-  CHECK(bus::detail::dead_letter_queue("billing", s) == "billing.errors");
-  CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing.errors");
+  CHECK(bus::detail::dead_letter_queue("billing", none, s) == "billing.errors");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", none, s) == "billing.errors");
 }
 
 TEST_CASE("a management URL switches the delay-level watch on; it carries no user and must be "

@@ -83,11 +83,13 @@ struct rabbitmq_settings {
 
   // Quorum queues only: every endpoint, error and skipped queue is declared
   // with x-delivery-limit = delivery_limit and dead-letters (at least once,
-  // x-overflow=reject-publish) to the endpoint's error queue, the queue
-  // name with `error_queue_suffix` appended (the bus's default error queue;
-  // a skipped queue, a name ending in skipped_queue_suffix, to the error
-  // queue of its endpoint; an error queue into itself). An endpoint with an
-  // error queue named otherwise needs these suffixes to match it.
+  // x-overflow=reject-publish) to the endpoint's error queue, which the bus
+  // names as it declares them (queue_options::dead_letter_queue), whatever
+  // that queue is called. Only a queue declared without one (declare_queue
+  // from a tool of your own) falls back to names: the queue name with
+  // `error_queue_suffix` appended (a skipped queue, a name ending in
+  // skipped_queue_suffix, to the error queue of its endpoint; an error
+  // queue into itself).
   // The broker counts a delivery that returns unsettled: a consumer crash,
   // a lost connection, a reject with requeue. The bus's own retries never
   // count (docs/rabbitmq.md, "Quorum queues and the delivery limit"). So a
