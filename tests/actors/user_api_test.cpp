@@ -328,6 +328,39 @@ TEST_CASE("a failed attempt's deferred message is never sent") {
   CHECK(h.error_queue("orders").size() == 1);
 }
 
+TEST_CASE("a scheduled send to a queue that does not exist is refused at the call, naming it") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("orders", [](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed&) {});
+  });
+  auto& bus = h.start(b);
+  auto later = bus.send_after(1min, "nowhere", order_placed{"o-1", 1});
+  REQUIRE_FALSE(later);
+  CHECK(later.error().code == bus::errc::unknown_queue);
+  CHECK_THAT(later.error().message, Catch::Contains("'nowhere'"));
+  // Nothing was left to fail later, far from the call.
+  h.advance(2min);
+  CHECK_FALSE(h.logged("cannot deliver scheduled message"));
+}
+
+TEST_CASE("a handler's ctx.defer to a queue that does not exist fails its attempt, naming it") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("orders", [](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+      if (!ctx.defer(1min, "nowhere", m)) // buffered: the queue is checked at release
+        throw std::logic_error("a defer of a registered message is buffered");
+    });
+  });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("orders", order_placed{"o-1", 1}));
+  h.run();
+  CHECK(handled_by(h, "orders").empty());
+  CHECK(h.error_queue("orders").size() == 1); // no policy: the first failure dead-letters
+  CHECK(h.logged("'nowhere'"));
+}
+
 // -- 5. routing by type ---------------------------------------------------------------
 
 TEST_CASE("a routed type is sent without a queue name, from the facade and from a handler") {
