@@ -618,27 +618,35 @@ result<std::string> message_bus::dispatch(const std::string& queue, result<messa
 }
 
 void message_bus::dispatch_async(const std::string& queue, result<message_body> body,
-                                 send_options options, completion done) {
+                                 send_options options, send_completion done) {
   auto env = stamp(queue, std::move(body), std::move(options));
   if (!env) {
     done(env.error());
     return;
   }
+  // The transport answers success or failure; the caller gets the id, so a
+  // confirmed send can be matched to a log line or a reply.
+  completion answered = [id = env->message_id, done = std::move(done)](result<void> r) {
+    if (r)
+      done(id);
+    else
+      done(r.error());
+  };
   if (impl_->sends) {
     // Timed until the transport answers; the instruments outlive the call.
     auto* histogram = queue.empty() ? &impl_->sends->publish : &impl_->sends->send;
     // On the steady clock: the answer may come after the bus (and the
     // actor system behind its clock) is gone.
-    done = [sends = impl_->sends, histogram, started = std::chrono::steady_clock::now(),
-            done = std::move(done)](result<void> r) {
+    answered = [sends = impl_->sends, histogram, started = std::chrono::steady_clock::now(),
+                answered = std::move(answered)](result<void> r) {
       histogram->observe(std::chrono::steady_clock::now() - started);
-      done(std::move(r));
+      answered(std::move(r));
     };
   }
   if (queue.empty())
-    impl_->transport->async_publish(std::move(*env), std::move(done));
+    impl_->transport->async_publish(std::move(*env), std::move(answered));
   else
-    impl_->transport->async_send(queue, std::move(*env), std::move(done));
+    impl_->transport->async_send(queue, std::move(*env), std::move(answered));
 }
 
 result<std::string> message_bus::dispatch_later(const std::string& queue,

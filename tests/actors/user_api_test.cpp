@@ -85,6 +85,46 @@ TEST_CASE("code that keeps a send's result as result<void> still sees success an
   CHECK(ok.error().code == bus::errc::unknown_queue);
 }
 
+TEST_CASE("an async send's completion carries the id of the message it sent") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").message<invoice_requested>("invoice_requested");
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  REQUIRE(h.transport().subscribe("audit", "invoice_requested"));
+
+  std::optional<bus::result<std::string>> sent, chosen, published;
+  bus.send_async("audit", order_placed{"o-1", 1},
+                 [&](bus::result<std::string> r) { sent.emplace(std::move(r)); });
+  bus.send_async(
+      "audit", order_placed{"o-2", 2},
+      [&](bus::result<std::string> r) { chosen.emplace(std::move(r)); }, with_message_id("key-2"));
+  bus.publish_async(invoice_requested{"o-3", {}},
+                    [&](bus::result<std::string> r) { published.emplace(std::move(r)); });
+  h.run();
+
+  REQUIRE(sent);
+  REQUIRE(*sent);
+  REQUIRE(chosen);
+  REQUIRE(*chosen);
+  REQUIRE(published);
+  REQUIRE(*published);
+  auto q = held(h, "audit");
+  REQUIRE(q.size() == 3);
+  CHECK(q[0]->message_id == **sent);
+  CHECK(**chosen == "key-2");
+  CHECK(q[1]->message_id == "key-2");
+  CHECK(q[2]->message_id == **published);
+
+  // A refused send completes with the error, and no id.
+  std::optional<bus::result<std::string>> refused;
+  bus.send_async("nowhere", order_placed{"o-4", 4},
+                 [&](bus::result<std::string> r) { refused.emplace(std::move(r)); });
+  REQUIRE(refused);
+  REQUIRE_FALSE(*refused);
+  CHECK(refused->error().code == bus::errc::unknown_queue);
+}
+
 // -- 2. a handler's sends take the facade's options -----------------------------------
 
 TEST_CASE("a handler's send, publish and reply take the facade's options and return their ids") {

@@ -56,6 +56,10 @@ namespace bus {
 // send_options (the optional fields of a send) is in bus/send_options.hpp,
 // shared with the handler context.
 
+// How an asynchronous send or publish of the facade ended: the id of the
+// message sent (what send() returns), or why it was not.
+using send_completion = std::function<void(result<std::string>)>;
+
 class message_bus;
 
 class bus_builder {
@@ -311,17 +315,20 @@ public:
   }
 
   // The non-blocking forms: they return at once and call `done` exactly
-  // once with what send() or publish() would have returned, on the
-  // transport's thread or inline before they return. So one thread can
-  // keep a thousand confirmed sends in flight. `done` must not block and
-  // must not call back into the bus's blocking members.
+  // once with what send() or publish() would have returned (the message
+  // id, or the error), on the transport's thread or inline before they
+  // return. So one thread can keep a thousand confirmed sends in flight.
+  // `done` must not block and must not call back into the bus's blocking
+  // members. A `done` taking result<void> still compiles: it sees success
+  // or failure only.
   template <class T>
-  void send_async(const std::string& queue, T msg, completion done, send_options options = {}) {
+  void send_async(const std::string& queue, T msg, send_completion done,
+                  send_options options = {}) {
     dispatch_async(queue, registry().make_body(std::move(msg)), std::move(options), std::move(done));
   }
 
   template <class T>
-  void publish_async(T msg, completion done, send_options options = {}) {
+  void publish_async(T msg, send_completion done, send_options options = {}) {
     dispatch_async({}, registry().make_body(std::move(msg)), std::move(options), std::move(done));
   }
 
@@ -389,7 +396,7 @@ private:
   result<std::string> dispatch(const std::string& queue, result<message_body> body,
                                send_options options);
   void dispatch_async(const std::string& queue, result<message_body> body, send_options options,
-                      completion done);
+                      send_completion done);
   result<std::string> dispatch_later(const std::string& queue, result<message_body> body,
                                      send_options options, duration delay);
   void dispatch_request(const std::string& queue, result<message_body> body, send_options options,
