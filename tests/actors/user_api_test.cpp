@@ -224,7 +224,8 @@ TEST_CASE("a request gets the reply its handler sent with ctx.reply") {
   CHECK((*got.value)->order_id == "o-7");
   CHECK((*got.value)->lines == std::vector<std::string>{"line for 3.000000"});
   // The reply came over the bus's own reply queue, and left nothing there.
-  CHECK(h.queue("shop_replies").empty());
+  CHECK_THAT(bus.reply_queue(), Catch::StartsWith("shop_replies"));
+  CHECK(h.queue(bus.reply_queue()).empty());
 }
 
 TEST_CASE("a request whose handler fails for good gets its fault as an error, not a timeout") {
@@ -257,13 +258,76 @@ TEST_CASE("a request with no reply in time times out, and the late reply is logg
 
   h.advance(5s); // the reply comes at 10 s
   CHECK(h.logged("[bus.request] [warning] dropping reply"));
-  CHECK(h.queue("shop_replies").empty()); // acknowledged, not left behind
+  CHECK(h.queue(bus.reply_queue()).empty()); // acknowledged, not left behind
   // A new request after it works as before.
   captured<invoice_requested> next;
   bus.request_async<invoice_requested>("pricing", order_placed{"o-8", 1}, 5s, next.sink());
   h.run();
   REQUIRE(next.value);
   CHECK(*next.value);
+}
+
+TEST_CASE("the blocking request returns its reply on the test coordinator") {
+  bus::testing::harness h;
+  auto& bus = start_pricing(h);
+  auto reply = bus.request<invoice_requested>("pricing", order_placed{"o-9", 2}, 5s);
+  REQUIRE(reply);
+  CHECK(reply->order_id == "o-9");
+  CHECK(h.elapsed() == 0s);
+
+  // No reply in time: it returns errc::timeout once the virtual timeout passed.
+  auto late = bus.request<invoice_requested>("pricing", order_placed{"o-late", 99}, 5s);
+  REQUIRE_FALSE(late);
+  CHECK(late.error().code == bus::errc::timeout);
+  CHECK(h.elapsed() == 5s);
+}
+
+TEST_CASE("two buses of the same name on one transport each get their own replies") {
+  bus::testing::harness h;
+  auto& first = start_pricing(h);
+  auto b = h.builder();
+  b.name("shop").message<order_placed>("order_placed").message<invoice_requested>(
+      "invoice_requested");
+  auto built = b.build();
+  REQUIRE(built);
+  auto& second = **built;
+  REQUIRE(second.start());
+  CHECK(first.reply_queue() != second.reply_queue());
+
+  captured<invoice_requested> to_first, to_second;
+  first.request_async<invoice_requested>("pricing", order_placed{"o-1", 1}, 5s, to_first.sink());
+  second.request_async<invoice_requested>("pricing", order_placed{"o-2", 2}, 5s,
+                                          to_second.sink());
+  h.run();
+  REQUIRE(to_first.value);
+  REQUIRE(*to_first.value);
+  CHECK((*to_first.value)->order_id == "o-1");
+  REQUIRE(to_second.value);
+  REQUIRE(*to_second.value);
+  CHECK((*to_second.value)->order_id == "o-2");
+  CHECK_FALSE(h.logged("dropping reply"));
+  second.request_stop();
+  h.run();
+}
+
+TEST_CASE("a reply queue of a fixed name is used when the builder sets one") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  std::string response_address;
+  b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .reply_queue("shop_replies")
+      .endpoint("pricing", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          response_address = ctx.message().response_address;
+          (void)ctx.reply(invoice_requested{m.order_id, {}});
+        });
+      });
+  auto& bus = h.start(b);
+  CHECK(bus.reply_queue() == "shop_replies");
+  auto reply = bus.request<invoice_requested>("pricing", order_placed{"o-1", 1}, 5s);
+  REQUIRE(reply);
+  CHECK(response_address == "shop_replies");
 }
 
 TEST_CASE("a request to a queue that does not exist fails at once") {
