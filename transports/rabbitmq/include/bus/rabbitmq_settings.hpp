@@ -170,6 +170,15 @@ rabbitmq_settings_from_env(const char* variable = "BUS_RABBITMQ_URL");
 // and the command line.
 [[nodiscard]] result<rabbitmq_settings> rabbitmq_settings_from_file(const std::string& path);
 
+// The value of `key` in a KEY=VALUE file written for a shell to source,
+// such as the broker.env of scripts/rabbitmq-test-broker.sh: a value is
+// taken as it stands, from inside single quotes (where '\'' stands for one
+// quote), or from inside double quotes (where \" and \\ stand for " and \).
+// The last line that sets `key` wins, as in a shell; blank and '#' lines
+// are skipped. errc::invalid_configuration if the file cannot be read, has
+// no such key, or a quote is never closed.
+[[nodiscard]] result<std::string> env_file_value(const std::string& path, const std::string& key);
+
 // `url` with the password part of its user info replaced by "***". Safe
 // for anything that looks like a URL, including a malformed one.
 [[nodiscard]] std::string redact_url(std::string_view url);
