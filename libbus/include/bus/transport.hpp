@@ -167,7 +167,7 @@ public:
   // so whoever holds it must neither run it nor end it (that would give it
   // a second life beside the new delivery). Safe to call from any thread.
   // A transport whose deliveries cannot go stale keeps this default.
-  [[nodiscard]] virtual bool settleable(std::uint64_t tag) const { return true; }
+  [[nodiscard]] virtual bool settleable(std::uint64_t /*tag*/) const { return true; }
 
   // Settles a delivery: done with it for good, or back on its queue
   // (redelivered = true) if `requeue`, else dropped.
