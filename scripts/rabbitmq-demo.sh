@@ -19,7 +19,9 @@ cleanup() {
 trap cleanup EXIT
 
 "$here/rabbitmq-test-broker.sh" start "$broker" >/dev/null
-BUS_RABBITMQ_URL=$(sed -n 's/^BUS_RABBITMQ_URL=//p' "$broker/broker.env" | tr -d "'\"")
+# Sourced in a subshell: the file quotes values as a shell reads them back
+# (a URL with '&' is single-quoted), so only the shell gives them exactly.
+BUS_RABBITMQ_URL=$(. "$broker/broker.env" && printf '%s' "$BUS_RABBITMQ_URL")
 export BUS_RABBITMQ_URL
 echo "broker: ${BUS_RABBITMQ_URL/guest:guest@/guest:***@}"
 

@@ -5,6 +5,10 @@
 #include <mutex>
 #include <set>
 
+#include <cstdio>
+
+#include <unistd.h>
+
 #include <caf/all.hpp>
 
 #include "atoms.hpp"
@@ -37,6 +41,17 @@ std::function<time_point()> clock_of(caf::actor_system& sys) {
   };
 }
 
+// A reply queue of this bus's own: the host and the process tell apart
+// processes sharing a broker, the counter buses of one process.
+std::string own_reply_queue(const std::string& bus_name) {
+  static std::atomic<unsigned> buses{0};
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof host, "%s", "host");
+  return bus_name + "_replies_" + host + "_" + std::to_string(::getpid()) + "_"
+         + std::to_string(buses++);
+}
+
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& line : lines) {
@@ -67,6 +82,8 @@ struct message_bus::impl {
   std::shared_ptr<message_registry> registry;
   transport_ptr transport;
   std::string name;
+  std::string reply_queue; // fixed by the builder, or this bus's own
+  bool own_reply_queue = true; // made for this bus: temporary on a broker
   detail::loggers log;
   std::function<time_point()> clock;
   recoverability_scopes scopes; // host, bus and transport
@@ -93,7 +110,8 @@ struct message_bus::impl {
   std::shared_ptr<detail::request_client> request_client() {
     std::lock_guard<std::mutex> guard(requests_mutex);
     if (!requests)
-      requests = std::make_shared<detail::request_client>(*system, transport, log, name + "_replies");
+      requests = std::make_shared<detail::request_client>(*system, transport, log, reply_queue,
+                                                          own_reply_queue);
     return requests;
   }
   // Metrics: null when off, so sends and handlers pay one null check.
@@ -133,8 +151,13 @@ struct message_bus::impl {
   result<void> launch(endpoint_entry& e) {
     auto& t = *transport;
     const auto& def = e.definition;
+    // Every queue of the endpoint tells the transport the endpoint's error
+    // queue, so a broker dead-letters there whatever it is named: the
+    // endpoint's definition is the one place that knows it.
+    queue_options endpoint_queue;
+    endpoint_queue.dead_letter_queue = def.error_queue;
     for (const auto* queue : {&def.name, &def.error_queue, &def.skipped_queue})
-      if (auto ok = t.declare_queue(*queue); !ok)
+      if (auto ok = t.declare_queue_with(*queue, endpoint_queue); !ok)
         return ok.error();
     for (const auto& slot : def.handlers)
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
@@ -202,6 +225,13 @@ bus_builder& bus_builder::operator=(bus_builder&&) noexcept = default;
 
 bus_builder& bus_builder::name(std::string name) {
   name_ = std::move(name);
+  return *this;
+}
+
+bus_builder& bus_builder::reply_queue(std::string queue) {
+  if (queue.empty())
+    mistakes_.push_back("reply_queue() needs a queue name; leave it out for one of the bus's own");
+  reply_queue_ = std::move(queue);
   return *this;
 }
 
@@ -384,6 +414,8 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->registry = registry_;
   state->transport = transport_;
   state->name = name_;
+  state->own_reply_queue = reply_queue_.empty();
+  state->reply_queue = reply_queue_.empty() ? own_reply_queue(name_) : reply_queue_;
   state->log = detail::loggers::make(sinks_, json_logs, fault_limits_.max_message_bytes);
   state->clock = clock_of(*system_);
   state->scopes = scopes_;
@@ -544,6 +576,28 @@ std::vector<std::string> message_bus::endpoint_names() const {
 
 const message_registry& message_bus::registry() const noexcept { return *impl_->registry; }
 
+const std::string& message_bus::reply_queue() const noexcept { return impl_->reply_queue; }
+
+bool message_bus::wait_for(const std::function<bool()>& ready) {
+  if (!impl_->deterministic)
+    return true;
+  // Virtual time moves only when this thread moves it: run what is due,
+  // then fire the next timer, one due time at a time, as the harness does.
+  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(impl_->system->scheduler());
+  sched.run();
+  while (!ready()) {
+    auto& clock = sched.clock();
+    const auto& schedule = clock.schedule();
+    if (schedule.empty())
+      return false;
+    auto next = schedule.begin()->first;
+    clock.advance_time(next > clock.now() ? next - clock.now()
+                                          : caf::actor_clock::duration_type{0});
+    sched.run();
+  }
+  return true;
+}
+
 transport& message_bus::transport() const noexcept { return *impl_->transport; }
 
 health_report message_bus::health() const {
@@ -613,27 +667,35 @@ result<std::string> message_bus::dispatch(const std::string& queue, result<messa
 }
 
 void message_bus::dispatch_async(const std::string& queue, result<message_body> body,
-                                 send_options options, completion done) {
+                                 send_options options, send_completion done) {
   auto env = stamp(queue, std::move(body), std::move(options));
   if (!env) {
     done(env.error());
     return;
   }
+  // The transport answers success or failure; the caller gets the id, so a
+  // confirmed send can be matched to a log line or a reply.
+  completion answered = [id = env->message_id, done = std::move(done)](result<void> r) {
+    if (r)
+      done(id);
+    else
+      done(r.error());
+  };
   if (impl_->sends) {
     // Timed until the transport answers; the instruments outlive the call.
     auto* histogram = queue.empty() ? &impl_->sends->publish : &impl_->sends->send;
     // On the steady clock: the answer may come after the bus (and the
     // actor system behind its clock) is gone.
-    done = [sends = impl_->sends, histogram, started = std::chrono::steady_clock::now(),
-            done = std::move(done)](result<void> r) {
+    answered = [sends = impl_->sends, histogram, started = std::chrono::steady_clock::now(),
+                answered = std::move(answered)](result<void> r) {
       histogram->observe(std::chrono::steady_clock::now() - started);
-      done(std::move(r));
+      answered(std::move(r));
     };
   }
   if (queue.empty())
-    impl_->transport->async_publish(std::move(*env), std::move(done));
+    impl_->transport->async_publish(std::move(*env), std::move(answered));
   else
-    impl_->transport->async_send(queue, std::move(*env), std::move(done));
+    impl_->transport->async_send(queue, std::move(*env), std::move(answered));
 }
 
 result<std::string> message_bus::dispatch_later(const std::string& queue,

@@ -93,9 +93,9 @@ caf::behavior client(client_actor* self, transport_ptr transport, loggers log, s
 } // namespace
 
 request_client::request_client(caf::actor_system& system, transport_ptr transport, loggers log,
-                               std::string reply_queue)
+                               std::string reply_queue, bool temporary)
     : system_(&system), transport_(std::move(transport)), log_(std::move(log)),
-      reply_queue_(std::move(reply_queue)) {
+      reply_queue_(std::move(reply_queue)), temporary_(temporary) {
   actor_ = system_->spawn(detail::client, transport_, log_, reply_queue_);
 }
 
@@ -112,7 +112,9 @@ result<void> request_client::ready() {
   std::lock_guard<std::mutex> guard(mutex_);
   if (consuming_)
     return {};
-  if (auto declared = transport_->declare_queue(reply_queue_); !declared)
+  queue_options options;
+  options.temporary = temporary_;
+  if (auto declared = transport_->declare_queue_with(reply_queue_, options); !declared)
     return declared.error();
   auto consumed = transport_->consume(reply_queue_, 64, [actor = actor_](delivery d) {
     caf::anon_send(actor, deliver_atom::value, std::move(d));

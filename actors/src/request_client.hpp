@@ -1,13 +1,13 @@
 // The receiving half of message_bus::request: one reply queue per bus
-// (`<bus name>_replies`), consumed by one actor that matches each reply to
+// (its own by default, see bus_builder::reply_queue), consumed by one actor that matches each reply to
 // the request waiting for it by correlation id. A request registers its
 // wait before its message goes out, so no reply can come before it. A
 // request that hears nothing within its timeout is answered errc::timeout
 // and forgotten; a reply that comes later (or to nobody) is acknowledged,
 // logged on bus.request and dropped, so nothing piles up.
 //
-// On RabbitMQ the reply queue is an ordinary durable queue named after the
-// bus: give each process its own bus name when several share a broker.
+// A bus's own reply queue is declared temporary (queue_options): a broker
+// deletes it once unused for a while, after its process is gone.
 #pragma once
 
 #include <functional>
@@ -34,7 +34,7 @@ using reply_callback = std::function<void(result<envelope_ptr>)>;
 class request_client {
 public:
   request_client(caf::actor_system& system, transport_ptr transport, loggers log,
-                 std::string reply_queue);
+                 std::string reply_queue, bool temporary);
   ~request_client(); // stops consuming; waiting requests get errc::not_running
   request_client(const request_client&) = delete;
   request_client& operator=(const request_client&) = delete;
@@ -57,6 +57,7 @@ private:
   transport_ptr transport_;
   loggers log_;
   std::string reply_queue_;
+  bool temporary_;
   std::mutex mutex_; // guards consuming_
   bool consuming_ = false;
   caf::actor actor_;

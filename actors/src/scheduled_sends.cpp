@@ -105,6 +105,16 @@ caf::actor scheduled_sends::holder() {
 }
 
 void scheduled_sends::send_later(std::string queue, envelope msg, duration delay, completion done) {
+  // Checked now, not when it is due: a queue that is missing then is
+  // refused far from the call (in memory, retried in a loop of log lines;
+  // on RabbitMQ dropped at the last delay level). A broker transport
+  // checks as it takes the message (its send_delayed binds the queue).
+  if (!queue.empty())
+    if (auto exists = transport_->check_queue(queue); !exists) {
+      done(error{exists.error().code, "cannot schedule message " + msg.message_id + " for '"
+                                        + queue + "': " + exists.error().message});
+      return;
+    }
   if (transport_->capabilities().delayed_delivery) {
     // The broker holds it: it survives this process.
     if (queue.empty()) {

@@ -1,7 +1,8 @@
 #include "throwaway_broker.hpp"
 
 #include <cstdlib>
-#include <fstream>
+
+#include "bus/rabbitmq_settings.hpp"
 
 namespace bench {
 
@@ -16,18 +17,11 @@ std::string shell_quoted(const std::string& s) {
   return out + "'";
 }
 
-// `name` (BUS_RABBITMQ_URL) from the broker.env the script writes.
+// `name` (BUS_RABBITMQ_URL) from the broker.env the script writes, read
+// as the shell reads it (the one reader the tests and tools use too).
 std::string url_from(const std::string& dir, const std::string& name) {
-  std::ifstream env(dir + "/broker.env");
-  const std::string key = name + "=";
-  for (std::string line; std::getline(env, line);)
-    if (line.rfind(key, 0) == 0) {
-      auto value = line.substr(key.size());
-      if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"'))
-        value = value.substr(1, value.size() - 2);
-      return value;
-    }
-  return {};
+  auto value = bus::env_file_value(dir + "/broker.env", name);
+  return value ? *value : std::string{};
 }
 
 } // namespace

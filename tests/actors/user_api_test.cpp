@@ -85,6 +85,46 @@ TEST_CASE("code that keeps a send's result as result<void> still sees success an
   CHECK(ok.error().code == bus::errc::unknown_queue);
 }
 
+TEST_CASE("an async send's completion carries the id of the message it sent") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").message<invoice_requested>("invoice_requested");
+  auto& bus = h.start(b);
+  REQUIRE(h.transport().declare_queue("audit"));
+  REQUIRE(h.transport().subscribe("audit", "invoice_requested"));
+
+  std::optional<bus::result<std::string>> sent, chosen, published;
+  bus.send_async("audit", order_placed{"o-1", 1},
+                 [&](bus::result<std::string> r) { sent.emplace(std::move(r)); });
+  bus.send_async(
+      "audit", order_placed{"o-2", 2},
+      [&](bus::result<std::string> r) { chosen.emplace(std::move(r)); }, with_message_id("key-2"));
+  bus.publish_async(invoice_requested{"o-3", {}},
+                    [&](bus::result<std::string> r) { published.emplace(std::move(r)); });
+  h.run();
+
+  REQUIRE(sent);
+  REQUIRE(*sent);
+  REQUIRE(chosen);
+  REQUIRE(*chosen);
+  REQUIRE(published);
+  REQUIRE(*published);
+  auto q = held(h, "audit");
+  REQUIRE(q.size() == 3);
+  CHECK(q[0]->message_id == **sent);
+  CHECK(**chosen == "key-2");
+  CHECK(q[1]->message_id == "key-2");
+  CHECK(q[2]->message_id == **published);
+
+  // A refused send completes with the error, and no id.
+  std::optional<bus::result<std::string>> refused;
+  bus.send_async("nowhere", order_placed{"o-4", 4},
+                 [&](bus::result<std::string> r) { refused.emplace(std::move(r)); });
+  REQUIRE(refused);
+  REQUIRE_FALSE(*refused);
+  CHECK(refused->error().code == bus::errc::unknown_queue);
+}
+
 // -- 2. a handler's sends take the facade's options -----------------------------------
 
 TEST_CASE("a handler's send, publish and reply take the facade's options and return their ids") {
@@ -184,7 +224,8 @@ TEST_CASE("a request gets the reply its handler sent with ctx.reply") {
   CHECK((*got.value)->order_id == "o-7");
   CHECK((*got.value)->lines == std::vector<std::string>{"line for 3.000000"});
   // The reply came over the bus's own reply queue, and left nothing there.
-  CHECK(h.queue("shop_replies").empty());
+  CHECK_THAT(bus.reply_queue(), Catch::StartsWith("shop_replies"));
+  CHECK(h.queue(bus.reply_queue()).empty());
 }
 
 TEST_CASE("a request whose handler fails for good gets its fault as an error, not a timeout") {
@@ -217,13 +258,76 @@ TEST_CASE("a request with no reply in time times out, and the late reply is logg
 
   h.advance(5s); // the reply comes at 10 s
   CHECK(h.logged("[bus.request] [warning] dropping reply"));
-  CHECK(h.queue("shop_replies").empty()); // acknowledged, not left behind
+  CHECK(h.queue(bus.reply_queue()).empty()); // acknowledged, not left behind
   // A new request after it works as before.
   captured<invoice_requested> next;
   bus.request_async<invoice_requested>("pricing", order_placed{"o-8", 1}, 5s, next.sink());
   h.run();
   REQUIRE(next.value);
   CHECK(*next.value);
+}
+
+TEST_CASE("the blocking request returns its reply on the test coordinator") {
+  bus::testing::harness h;
+  auto& bus = start_pricing(h);
+  auto reply = bus.request<invoice_requested>("pricing", order_placed{"o-9", 2}, 5s);
+  REQUIRE(reply);
+  CHECK(reply->order_id == "o-9");
+  CHECK(h.elapsed() == 0s);
+
+  // No reply in time: it returns errc::timeout once the virtual timeout passed.
+  auto late = bus.request<invoice_requested>("pricing", order_placed{"o-late", 99}, 5s);
+  REQUIRE_FALSE(late);
+  CHECK(late.error().code == bus::errc::timeout);
+  CHECK(h.elapsed() == 5s);
+}
+
+TEST_CASE("two buses of the same name on one transport each get their own replies") {
+  bus::testing::harness h;
+  auto& first = start_pricing(h);
+  auto b = h.builder();
+  b.name("shop").message<order_placed>("order_placed").message<invoice_requested>(
+      "invoice_requested");
+  auto built = b.build();
+  REQUIRE(built);
+  auto& second = **built;
+  REQUIRE(second.start());
+  CHECK(first.reply_queue() != second.reply_queue());
+
+  captured<invoice_requested> to_first, to_second;
+  first.request_async<invoice_requested>("pricing", order_placed{"o-1", 1}, 5s, to_first.sink());
+  second.request_async<invoice_requested>("pricing", order_placed{"o-2", 2}, 5s,
+                                          to_second.sink());
+  h.run();
+  REQUIRE(to_first.value);
+  REQUIRE(*to_first.value);
+  CHECK((*to_first.value)->order_id == "o-1");
+  REQUIRE(to_second.value);
+  REQUIRE(*to_second.value);
+  CHECK((*to_second.value)->order_id == "o-2");
+  CHECK_FALSE(h.logged("dropping reply"));
+  second.request_stop();
+  h.run();
+}
+
+TEST_CASE("a reply queue of a fixed name is used when the builder sets one") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  std::string response_address;
+  b.message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .reply_queue("shop_replies")
+      .endpoint("pricing", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          response_address = ctx.message().response_address;
+          (void)ctx.reply(invoice_requested{m.order_id, {}});
+        });
+      });
+  auto& bus = h.start(b);
+  CHECK(bus.reply_queue() == "shop_replies");
+  auto reply = bus.request<invoice_requested>("pricing", order_placed{"o-1", 1}, 5s);
+  REQUIRE(reply);
+  CHECK(response_address == "shop_replies");
 }
 
 TEST_CASE("a request to a queue that does not exist fails at once") {
@@ -326,6 +430,39 @@ TEST_CASE("a failed attempt's deferred message is never sent") {
   h.advance(10min);
   CHECK(held(h, "audit").empty());
   CHECK(h.error_queue("orders").size() == 1);
+}
+
+TEST_CASE("a scheduled send to a queue that does not exist is refused at the call, naming it") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("orders", [](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed&) {});
+  });
+  auto& bus = h.start(b);
+  auto later = bus.send_after(1min, "nowhere", order_placed{"o-1", 1});
+  REQUIRE_FALSE(later);
+  CHECK(later.error().code == bus::errc::unknown_queue);
+  CHECK_THAT(later.error().message, Catch::Contains("'nowhere'"));
+  // Nothing was left to fail later, far from the call.
+  h.advance(2min);
+  CHECK_FALSE(h.logged("cannot deliver scheduled message"));
+}
+
+TEST_CASE("a handler's ctx.defer to a queue that does not exist fails its attempt, naming it") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("orders", [](bus::endpoint_builder& e) {
+    e.handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+      if (!ctx.defer(1min, "nowhere", m)) // buffered: the queue is checked at release
+        throw std::logic_error("a defer of a registered message is buffered");
+    });
+  });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("orders", order_placed{"o-1", 1}));
+  h.run();
+  CHECK(handled_by(h, "orders").empty());
+  CHECK(h.error_queue("orders").size() == 1); // no policy: the first failure dead-letters
+  CHECK(h.logged("'nowhere'"));
 }
 
 // -- 5. routing by type ---------------------------------------------------------------

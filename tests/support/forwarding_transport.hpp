@@ -15,6 +15,12 @@ public:
   std::string_view name() const noexcept override { return inner_.name(); }
   transport_capabilities capabilities() const noexcept override { return inner_.capabilities(); }
   result<void> declare_queue(const std::string& q) override { return inner_.declare_queue(q); }
+  bus::result<void> declare_queue_with(const std::string& q, const bus::queue_options& o) override {
+    return inner_.declare_queue_with(q, o);
+  }
+  bus::result<void> check_queue(const std::string& q) const override {
+    return inner_.check_queue(q);
+  }
   result<void> subscribe(const std::string& q, const std::string& type) override {
     return inner_.subscribe(q, type);
   }

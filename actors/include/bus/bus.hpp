@@ -56,6 +56,10 @@ namespace bus {
 // send_options (the optional fields of a send) is in bus/send_options.hpp,
 // shared with the handler context.
 
+// How an asynchronous send or publish of the facade ended: the id of the
+// message sent (what send() returns), or why it was not.
+using send_completion = std::function<void(result<std::string>)>;
+
 class message_bus;
 
 class bus_builder {
@@ -67,6 +71,14 @@ public:
 
   // The address messages sent from outside a handler carry as their source.
   bus_builder& name(std::string name);
+
+  // The queue replies to this bus's requests come back on. By default each
+  // bus gets its own, `<name>_replies_<host>_<process id>_<n>`, so that two
+  // processes (or two buses of one) with the same name never take each
+  // other's replies; on a broker it is deleted once unused for a while.
+  // A fixed name is for those who want one: it must then be unique to
+  // this bus, and on a broker it is an ordinary durable queue.
+  bus_builder& reply_queue(std::string queue);
 
   // Registers T as a message under `wire_name` (see message_registry).
   template <class T>
@@ -173,6 +185,7 @@ private:
   std::shared_ptr<message_registry> registry_;
   transport_ptr transport_;
   std::string name_ = "bus";
+  std::string reply_queue_; // empty: one of this bus's own
   std::vector<endpoint_definition> endpoints_;
   std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks_;
   bool json_logs_ = false;
@@ -270,7 +283,7 @@ public:
   }
 
   // Request/response: sends `msg` to `queue` with this bus's reply queue
-  // (`<name>_replies`) as its response address and its message id as its
+  // (reply_queue()) as its response address and its message id as its
   // correlation id (unless options set one), and waits for the handler's
   // ctx.reply(...). Returns the reply, or an error: errc::timeout if none
   // came within `timeout` (a later one is logged and dropped),
@@ -278,15 +291,25 @@ public:
   // came back; the error names the endpoint, the exception and the
   // reason), or why it could not be sent. options.response_address is
   // replaced; a fault_address of your own sends the fault elsewhere.
-  // Blocks: for callers outside actors, never on CAF's test coordinator.
+  // Blocks: for callers outside actors and handlers. On CAF's test
+  // coordinator (the test harness) it runs the actors and moves virtual
+  // time on until the reply or the timeout, as harness::advance would.
   template <class Reply, class T>
   result<Reply> request(const std::string& queue, T msg, duration timeout,
                         send_options options = {}) {
-    std::promise<result<Reply>> promise;
-    auto future = promise.get_future();
+    // Shared: a wait that gives up early (see wait_for) leaves the
+    // callback something to write into.
+    auto promise = std::make_shared<std::promise<result<Reply>>>();
+    auto future = promise->get_future();
     request_async<Reply>(queue, std::move(msg), timeout,
-                         [&promise](result<Reply> r) { promise.set_value(std::move(r)); },
+                         [promise](result<Reply> r) { promise->set_value(std::move(r)); },
                          std::move(options));
+    if (!wait_for([&future] {
+          return future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        }))
+      return error{errc::timeout, "the request to '" + queue
+                                    + "' can never be answered: nothing is left to run on the "
+                                      "test coordinator"};
     return future.get();
   }
   template <class Reply, class T>
@@ -311,17 +334,20 @@ public:
   }
 
   // The non-blocking forms: they return at once and call `done` exactly
-  // once with what send() or publish() would have returned, on the
-  // transport's thread or inline before they return. So one thread can
-  // keep a thousand confirmed sends in flight. `done` must not block and
-  // must not call back into the bus's blocking members.
+  // once with what send() or publish() would have returned (the message
+  // id, or the error), on the transport's thread or inline before they
+  // return. So one thread can keep a thousand confirmed sends in flight.
+  // `done` must not block and must not call back into the bus's blocking
+  // members. A `done` taking result<void> still compiles: it sees success
+  // or failure only.
   template <class T>
-  void send_async(const std::string& queue, T msg, completion done, send_options options = {}) {
+  void send_async(const std::string& queue, T msg, send_completion done,
+                  send_options options = {}) {
     dispatch_async(queue, registry().make_body(std::move(msg)), std::move(options), std::move(done));
   }
 
   template <class T>
-  void publish_async(T msg, completion done, send_options options = {}) {
+  void publish_async(T msg, send_completion done, send_options options = {}) {
     dispatch_async({}, registry().make_body(std::move(msg)), std::move(options), std::move(done));
   }
 
@@ -336,6 +362,8 @@ public:
   [[nodiscard]] std::optional<endpoint_stats> stats(const std::string& endpoint) const;
   [[nodiscard]] std::vector<std::string> endpoint_names() const;
   [[nodiscard]] const message_registry& registry() const noexcept;
+  // The queue this bus's requests get their replies on (bus_builder::reply_queue).
+  [[nodiscard]] const std::string& reply_queue() const noexcept;
   [[nodiscard]] ::bus::transport& transport() const noexcept;
 
   // Ready when the bus runs, every endpoint consumes and the transport is
@@ -389,7 +417,12 @@ private:
   result<std::string> dispatch(const std::string& queue, result<message_body> body,
                                send_options options);
   void dispatch_async(const std::string& queue, result<message_body> body, send_options options,
-                      completion done);
+                      send_completion done);
+  // Returns once `ready()` holds. On real threads that is at once (the
+  // caller then blocks on its own future); on CAF's test coordinator it
+  // runs the actors and fires timers in order until ready() holds, and
+  // returns false if nothing is left to run and it still does not.
+  bool wait_for(const std::function<bool()>& ready);
   result<std::string> dispatch_later(const std::string& queue, result<message_body> body,
                                      send_options options, duration delay);
   void dispatch_request(const std::string& queue, result<message_body> body, send_options options,

@@ -40,6 +40,19 @@ using completion = std::function<void(result<void>)>;
 // mailbox) and returns.
 using delivery_handler = std::function<void(delivery)>;
 
+// How a queue is declared, beyond its name: what the bus knows of it that a
+// broker needs at declaration.
+struct queue_options {
+  // The queue serves this process only (a bus's own reply queue): a broker
+  // may delete it once nobody has used it for a while, so that processes
+  // that come and go leave none behind.
+  bool temporary = false;
+  // Where a broker dead-letters what it gives up on (a quorum queue's
+  // delivery limit): the error queue of the endpoint the queue belongs to.
+  // Empty: the transport's own rule (RabbitMQ: the name plus a suffix).
+  std::string dead_letter_queue;
+};
+
 struct transport_capabilities {
   bool durable = false;               // messages survive a restart of this process
   bool native_delivery_count = false; // the transport counts redeliveries itself
@@ -80,6 +93,22 @@ public:
 
   // Creates `queue` unless it exists. Idempotent.
   virtual result<void> declare_queue(const std::string& queue) = 0;
+  // declare_queue with what the bus knows of the queue. This default
+  // ignores the options: right for a transport that has no use for them
+  // (in memory); a broker transport overrides it.
+  virtual result<void> declare_queue_with(const std::string& queue, const queue_options& options) {
+    (void)options;
+    return declare_queue(queue);
+  }
+
+  // errc::unknown_queue, naming `queue`, if the transport knows that it does
+  // not exist; success if it does, or if the transport cannot tell without
+  // waiting on the network (this default: a send then finds out). Never
+  // blocks. For checks at the call, such as a scheduled send's.
+  [[nodiscard]] virtual result<void> check_queue(const std::string& queue) const {
+    (void)queue;
+    return {};
+  }
 
   // Every later publish of `message_type` reaches `queue` too (fan-out).
   virtual result<void> subscribe(const std::string& queue, const std::string& message_type) = 0;
@@ -141,7 +170,7 @@ public:
   // so whoever holds it must neither run it nor end it (that would give it
   // a second life beside the new delivery). Safe to call from any thread.
   // A transport whose deliveries cannot go stale keeps this default.
-  [[nodiscard]] virtual bool settleable(std::uint64_t tag) const { return true; }
+  [[nodiscard]] virtual bool settleable(std::uint64_t /*tag*/) const { return true; }
 
   // Settles a delivery: done with it for good, or back on its queue
   // (redelivered = true) if `requeue`, else dropped.

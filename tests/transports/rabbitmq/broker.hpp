@@ -31,19 +31,16 @@ inline std::string broker_env(const std::string& key) {
     FAIL("BUS_TEST_BROKER_DIR is not set: run the RabbitMQ tests through ctest, whose fixture "
          "starts the broker (scripts/rabbitmq-test-broker.sh start DIR)");
   std::string path = std::string(dir) + "/broker.env";
-  std::ifstream in(path);
-  if (!in)
+  if (!std::ifstream(path))
     FAIL("no " << path
                << ": the broker did not start (see the test 'rabbitmq: start a "
                   "throwaway broker')");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq != std::string::npos && line.substr(0, eq) == key)
-      return line.substr(eq + 1);
-  }
-  FAIL(path << " has no " << key);
-  return {};
+  // As `source broker.env` reads it: the script quotes what a shell would
+  // not take literally (a URL with '&', a path with a space).
+  auto value = env_file_value(path, key);
+  if (!value)
+    FAIL(value.error().message);
+  return *value;
 }
 
 // Names no other test, run or process uses: queues and message types of a

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bus/rabbitmq_settings.hpp"
+#include "support/scratch_directory.hpp"
 #include "topology.hpp" // dead_letter_queue
 
 using namespace std::chrono_literals;
@@ -226,15 +227,27 @@ TEST_CASE("quorum queues take an explicit delivery limit and an error queue suff
   CHECK_THAT(refusal("amqp://mq?delivery_limit=many"), Catch::Contains("whole number"));
 }
 
-TEST_CASE("a quorum queue dead-letters to its endpoint's error queue at the delivery limit",
+TEST_CASE("a quorum queue dead-letters to the error queue the bus names for its endpoint",
           "[rabbitmq][settings][quorum]") {
   bus::rabbitmq_settings s;
-  CHECK(bus::detail::dead_letter_queue("billing", s) == "billing_error");
-  CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing_error");
-  CHECK(bus::detail::dead_letter_queue("billing_error", s) == "billing_error");
+  bus::queue_options named;
+  named.dead_letter_queue = "billing_failures";
+  // What the bus declares with: its endpoint's error queue, whatever its name.
+  CHECK(bus::detail::dead_letter_queue("billing", named, s) == "billing_failures");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", named, s) == "billing_failures");
+  CHECK(bus::detail::dead_letter_queue("billing_failures", named, s) == "billing_failures");
+}
+
+TEST_CASE("a queue declared without an error queue dead-letters by the suffixes of the settings",
+          "[rabbitmq][settings][quorum]") {
+  bus::rabbitmq_settings s;
+  bus::queue_options none;
+  CHECK(bus::detail::dead_letter_queue("billing", none, s) == "billing_error");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", none, s) == "billing_error");
+  CHECK(bus::detail::dead_letter_queue("billing_error", none, s) == "billing_error");
   s.error_queue_suffix = ".errors";
-  CHECK(bus::detail::dead_letter_queue("billing", s) == "billing.errors");
-  CHECK(bus::detail::dead_letter_queue("billing_skipped", s) == "billing.errors");
+  CHECK(bus::detail::dead_letter_queue("billing", none, s) == "billing.errors");
+  CHECK(bus::detail::dead_letter_queue("billing_skipped", none, s) == "billing.errors");
 }
 
 TEST_CASE("a management URL switches the delay-level watch on; it carries no user and must be "
@@ -255,4 +268,39 @@ TEST_CASE("a management URL switches the delay-level watch on; it carries no use
              Catch::Contains("must not carry a user"));
   CHECK_THAT(refusal("amqp://mq?management_url=http://mq&level_watch_interval=0"),
              Catch::Contains("level_watch_interval must be positive"));
+}
+
+TEST_CASE("a value of a shell's KEY=VALUE file is read as the shell reads it, quotes removed",
+          "[rabbitmq][settings][env_file]") {
+  bus::test::scratch_directory dir;
+  auto path = dir.file("broker.env");
+  {
+    std::ofstream out(path);
+    // As scripts/rabbitmq-test-broker.sh writes them: a plain word as it
+    // is, anything else single-quoted with '\'' for a quote.
+    out << "# the test broker\n"
+        << "BUS_RABBITMQ_URL=amqp://guest:guest@127.0.0.1:5672/\n"
+        << "BUS_RABBITMQ_QUORUM_URL='amqp://guest:guest@127.0.0.1:5672/?queue_type=quorum&delivery_limit=3'\n"
+        << "BUS_RABBITMQ_CTL='/tmp/a dir/ctl'\n"
+        << "BUS_RABBITMQ_NOTE='it'\\''s here'\n"
+        << "export BUS_RABBITMQ_DOUBLE=\"say \\\"hi\\\"\"\n"
+        << "BUS_RABBITMQ_OPEN='never closed\n";
+  }
+  CHECK(bus::env_file_value(path, "BUS_RABBITMQ_URL").value()
+        == "amqp://guest:guest@127.0.0.1:5672/");
+  CHECK(bus::env_file_value(path, "BUS_RABBITMQ_QUORUM_URL").value()
+        == "amqp://guest:guest@127.0.0.1:5672/?queue_type=quorum&delivery_limit=3");
+  CHECK(bus::env_file_value(path, "BUS_RABBITMQ_CTL").value() == "/tmp/a dir/ctl");
+  CHECK(bus::env_file_value(path, "BUS_RABBITMQ_NOTE").value() == "it's here");
+  CHECK(bus::env_file_value(path, "BUS_RABBITMQ_DOUBLE").value() == "say \"hi\"");
+  // A URL read from it parses: no quote is left in it.
+  CHECK(bus::parse_rabbitmq_url(bus::env_file_value(path, "BUS_RABBITMQ_QUORUM_URL").value()));
+
+  auto open = bus::env_file_value(path, "BUS_RABBITMQ_OPEN");
+  REQUIRE_FALSE(open);
+  CHECK_THAT(open.error().message, Catch::Contains("never closed"));
+  auto missing = bus::env_file_value(path, "BUS_RABBITMQ");
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.error().message, Catch::Contains("sets no BUS_RABBITMQ"));
+  CHECK_FALSE(bus::env_file_value(dir.file("none.env"), "BUS_RABBITMQ_URL"));
 }

@@ -9,6 +9,7 @@
 #include "bus/header_names.hpp"
 #include "raw_client.hpp"
 #include "support/delivery_collector.hpp"
+#include "support/eventually.hpp"
 #include "timed_collector.hpp"
 
 using namespace std::chrono_literals;
@@ -244,6 +245,52 @@ TEST_CASE("on the bus's quorum queues a requeued message is the next one deliver
   CHECK(items[2].message->message_id == "m-2");
   CHECK_FALSE(items[2].redelivered);
   CHECK(t->ack(items[2].tag));
+}
+
+TEST_CASE("a quorum queue dead-letters at its delivery limit to the error queue it was declared "
+          "with, whatever its name",
+          "[rabbitmq][quorum]") {
+  auto s = quorum_settings();
+  s.delivery_limit = 1;
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("billing");
+  bus::queue_options options;
+  options.dead_letter_queue = q + ".failures"; // no suffix of the settings
+  REQUIRE(t->declare_queue_with(options.dead_letter_queue, options));
+  REQUIRE(t->declare_queue_with(q, options));
+  REQUIRE(t->send(q, message("m-1")));
+  delivery_collector got;
+  REQUIRE(t->consume(q, 1, got.handler()));
+  // The first delivery and one redelivery: the limit of 1 is reached.
+  REQUIRE(got.wait_for(1));
+  REQUIRE(t->reject(got.items()[0].tag, /*requeue=*/true));
+  REQUIRE(got.wait_for(2));
+  REQUIRE(t->reject(got.items()[1].tag, /*requeue=*/true));
+  CHECK(bus::test::eventually(
+      [&] {
+        auto n = t->message_count(options.dead_letter_queue);
+        return n && *n == 1;
+      },
+      20s));
+  CHECK_FALSE(t->message_count(q + "_error")); // never declared, never the target
+}
+
+TEST_CASE("a temporary queue is a classic queue the broker deletes once unused", "[rabbitmq]") {
+  auto t = bus::test::connect_transport(quorum_settings()); // even where queues are quorum ones
+  auto q = bus::test::unique_name("replies");
+  bus::queue_options temporary;
+  temporary.temporary = true;
+  REQUIRE(t->declare_queue_with(q, temporary));
+  REQUIRE(t->declare_queue_with(q, temporary)); // idempotent, as every declaration
+  std::string arguments, type;
+  for (const auto& row : bus::test::list_queues("type arguments"))
+    if (!row.empty() && row[0] == q) {
+      type = row.size() > 1 ? row[1] : "";
+      for (std::size_t i = 2; i < row.size(); ++i)
+        arguments += row[i];
+    }
+  CHECK(type == "classic");
+  CHECK_THAT(arguments, Catch::Contains("x-expires"));
 }
 
 TEST_CASE("a queue that exists with another queue type is refused with the broker's reason",

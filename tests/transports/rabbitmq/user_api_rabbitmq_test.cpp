@@ -190,3 +190,76 @@ TEST_CASE("on RabbitMQ a handler's ctx.defer comes back to its endpoint after th
   CHECK(*second - *first >= 800ms);
   bus.stop();
 }
+
+TEST_CASE("on RabbitMQ two processes' buses of the same name never take each other's replies",
+          "[rabbitmq][request]") {
+  names n;
+  auto pricing = bus::test::unique_name("pricing");
+  auto shared_name = bus::test::unique_name("shop");
+  caf::actor_system_config cfg;
+  caf::actor_system sys{two_threads(cfg)};
+  // Two buses, each on a connection of its own as two processes would be,
+  // with one name; the first serves pricing.
+  auto b1 = builder_on_broker(sys, n);
+  b1.name(shared_name).endpoint(pricing, [](bus::endpoint_builder& e) {
+    e.slots(4).handle<order_placed>([](const order_placed& m, bus::handler_context& ctx) {
+      (void)ctx.reply(invoice_requested{m.order_id, {"priced"}});
+    });
+  });
+  auto b2 = builder_on_broker(sys, n);
+  b2.name(shared_name);
+  auto first = b1.build();
+  auto second = b2.build();
+  REQUIRE(first);
+  REQUIRE(second);
+  REQUIRE((*first)->start());
+  REQUIRE((*second)->start());
+  CHECK((*first)->reply_queue() != (*second)->reply_queue());
+
+  // Requests of both, in flight at once: each answer reaches its asker.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::string, bus::result<invoice_requested>> answers;
+  auto ask = [&](bus::message_bus& bus, const std::string& order) {
+    bus.request_async<invoice_requested>(
+        pricing, order_placed{order, 1}, 10s, [&, order](bus::result<invoice_requested> r) {
+          std::lock_guard<std::mutex> guard(mutex);
+          answers.emplace(order, std::move(r));
+          changed.notify_all();
+        });
+  };
+  for (int i = 0; i < 5; ++i) {
+    ask(**first, "first-" + std::to_string(i));
+    ask(**second, "second-" + std::to_string(i));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    REQUIRE(changed.wait_for(lock, 20s, [&] { return answers.size() == 10; }));
+  }
+  for (const auto& [order, answer] : answers) {
+    INFO(order);
+    REQUIRE(answer);
+    CHECK(answer->order_id == order);
+  }
+  (*second)->stop();
+  (*first)->stop();
+}
+
+TEST_CASE("on RabbitMQ a scheduled send to a queue that does not exist is refused at the call, "
+          "naming it",
+          "[rabbitmq][scheduled]") {
+  names n;
+  auto missing = bus::test::unique_name("missing");
+  caf::actor_system_config cfg;
+  caf::actor_system sys{two_threads(cfg)};
+  auto b = builder_on_broker(sys, n);
+  auto built = b.build();
+  REQUIRE(built);
+  auto& bus = **built;
+  REQUIRE(bus.start());
+  auto later = bus.send_after(2s, missing, order_placed{"o-1", 1});
+  REQUIRE_FALSE(later);
+  CHECK(later.error().code == bus::errc::unknown_queue);
+  CHECK_THAT(later.error().message, Catch::Contains("'" + missing + "'"));
+  bus.stop();
+}

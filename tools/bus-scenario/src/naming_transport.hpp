@@ -71,6 +71,12 @@ public:
   result<void> declare_queue(const std::string& queue) override {
     return inner_->declare_queue(queue);
   }
+  result<void> declare_queue_with(const std::string& queue, const queue_options& options) override {
+    return inner_->declare_queue_with(queue, options);
+  }
+  [[nodiscard]] result<void> check_queue(const std::string& queue) const override {
+    return inner_->check_queue(queue);
+  }
   result<void> subscribe(const std::string& queue, const std::string& message_type) override {
     return inner_->subscribe(queue, message_type);
   }

@@ -6,6 +6,10 @@
 #include <map>
 #include <sstream>
 
+#ifdef BUS_STRESS_WITH_RABBITMQ
+#include "bus/rabbitmq_settings.hpp"
+#endif
+
 namespace stress {
 
 const char* to_string(policy_kind kind) noexcept {
@@ -91,18 +95,21 @@ bool parse_rate_limit(const std::string& text, int& threshold, int& wait_ms) {
          && threshold >= 1 && wait_ms >= 0;
 }
 
-// The BUS_RABBITMQ_URL line of a KEY=VALUE file, as the project's test
-// broker writes it (scripts/rabbitmq-test-broker.sh: DIR/broker.env).
+// BUS_RABBITMQ_URL of a KEY=VALUE file, as the project's test broker
+// writes it (scripts/rabbitmq-test-broker.sh: DIR/broker.env), its quotes
+// removed as a shell would. Without the transport there is no broker to use.
 bool url_from_env_file(const std::string& path, std::string& url) {
-  std::ifstream in(path);
-  std::string line;
-  const std::string key = "BUS_RABBITMQ_URL=";
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) {
-      url = line.substr(key.size());
-      return !url.empty();
-    }
+#ifdef BUS_STRESS_WITH_RABBITMQ
+  auto value = ::bus::env_file_value(path, "BUS_RABBITMQ_URL");
+  if (!value)
+    return false;
+  url = std::move(*value);
+  return !url.empty();
+#else
+  (void)path;
+  (void)url;
   return false;
+#endif
 }
 
 } // namespace

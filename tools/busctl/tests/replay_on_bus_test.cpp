@@ -232,3 +232,46 @@ TEST_CASE("a replayed message that fails again gets its whole retry budget, not 
   CHECK(listed["messages"][0]["replay_count"] == 1);
   f.stop();
 }
+
+TEST_CASE("busctl lists and replays an endpoint's error queue of a name of its own, given with "
+          "--queue, and the bus handles the replay") {
+  auto endpoint = bus::test::unique_name("billing");
+  auto failures = endpoint + ".failures"; // no _error suffix anywhere
+  std::atomic<bool> cause_fixed{false};
+  outcomes ended;
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  b.transport(bus::test::connect_transport())
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .observe(ended.observer())
+    .message<order_placed>(bus::test::unique_name("order_placed"))
+    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+      e.error_queue(failures).handle<order_placed>([&](const order_placed&) {
+        if (!cause_fixed)
+          throw bus::samples::validation_error("amount", "not allowed");
+      });
+    });
+  auto built = b.build();
+  REQUIRE(built);
+  auto& running = **built;
+  REQUIRE(running.start());
+  auto sent = running.send(endpoint, order_placed{"o-1", 1});
+  REQUIRE(sent);
+  REQUIRE(ended.wait([](outcomes& o) { return o.dead_lettered.size() == 1; }));
+
+  // The bus put it where the endpoint says; busctl reads it there.
+  auto listing = busctl_json({"list", endpoint, "--queue", failures});
+  CHECK(listing["queue"] == failures);
+  REQUIRE(listing["count"] == 1);
+  CHECK(listing["messages"][0]["id"] == *sent);
+  CHECK(listing["messages"][0]["original_address"] == endpoint);
+
+  cause_fixed = true;
+  auto replay = busctl_json({"replay", endpoint, "--queue", failures, "--all"});
+  CHECK(replay["replayed"].size() == 1);
+  REQUIRE(ended.wait([&](outcomes& o) { return o.handled.count(*sent) == 1; }));
+  CHECK(busctl_json({"list", endpoint, "--queue", failures})["count"] == 0);
+  running.stop();
+}

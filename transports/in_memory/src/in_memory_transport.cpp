@@ -20,6 +20,13 @@ result<void> in_memory_transport::declare_queue(const std::string& queue) {
   return {};
 }
 
+result<void> in_memory_transport::check_queue(const std::string& queue) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (queues_.count(queue) == 0)
+    return no_such_queue(queue);
+  return {};
+}
+
 result<void> in_memory_transport::subscribe(const std::string& queue,
                                             const std::string& message_type) {
   std::lock_guard<std::mutex> guard(mutex_);

@@ -309,8 +309,8 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
   }
   // The transport's own queues are declared again, so that a broker that
   // lost them (a new node, a deleted queue) gets them back.
-  if (record_->has_queue(queue))
-    if (auto failed = declare_endpoint_queue(s, l.channel, queue, settings_)) {
+  if (auto declared = record_->find_queue(queue))
+    if (auto failed = declare_endpoint_queue(s, l.channel, queue, *declared, settings_)) {
       if (failed->scope == failure_scope::channel)
         drop_channel(l);
       return failed;

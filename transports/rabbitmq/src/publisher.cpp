@@ -143,10 +143,11 @@ void publisher::async_send_delayed(const std::string& queue, std::uint64_t units
   submit(std::move(r));
 }
 
-result<void> publisher::declare_queue(const std::string& queue) {
+result<void> publisher::declare_queue(const std::string& queue, const queue_options& options) {
   auto r = std::make_shared<request>();
   r->what = kind::declare_queue;
   r->queue = queue;
+  r->options = options;
   return as_void(submit_and_wait(std::move(r)));
 }
 
@@ -419,9 +420,9 @@ void publisher::replay_topology() {
     if (f.scope == failure_scope::channel)
       log_->warn("declaring " + what + " again after reconnecting failed: " + describe(f));
   };
-  for (const auto& q : record.queues)
-    if (auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-          return declare_endpoint_queue(s, ch, q, settings_);
+  for (const auto& [q, options] : record.queues)
+    if (auto failed = declare([&, &q = q, &options = options](amqp_session& s, amqp_channel_t ch) {
+          return declare_endpoint_queue(s, ch, q, options, settings_);
         }))
       warn(*failed, "queue '" + q + "'");
   for (const auto& [q, type] : record.subscriptions) {
@@ -470,13 +471,13 @@ void publisher::execute(const request_ptr& r) {
     }
     case kind::declare_queue: {
       auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
-        return declare_endpoint_queue(s, ch, r->queue, settings_);
+        return declare_endpoint_queue(s, ch, r->queue, r->options, settings_);
       });
       if (failed && failed->scope == failure_scope::connection)
         return retry_later();
       if (failed)
         return finish(r, to_error(*failed, "declaring queue '" + r->queue + "'"));
-      record_->add_queue(r->queue);
+      record_->add_queue(r->queue, r->options);
       return finish(r, std::uint32_t{0});
     }
     case kind::subscribe: {

@@ -83,7 +83,7 @@ public:
   void async_send_delayed(const std::string& queue, std::uint64_t units, outgoing_message msg,
                           completion done);
 
-  [[nodiscard]] result<void> declare_queue(const std::string& queue);
+  [[nodiscard]] result<void> declare_queue(const std::string& queue, const queue_options& options);
   [[nodiscard]] result<void> subscribe(const std::string& queue, const std::string& type);
   [[nodiscard]] result<std::uint32_t> message_count(const std::string& queue);
 
@@ -104,6 +104,7 @@ private:
   struct request {
     kind what = kind::publish;
     std::string queue;       // declare, subscribe, inspect; the destination of a send
+    queue_options options;   // declare
     std::string type;        // subscribe; publish: the exchange to declare first
     std::string exchange;    // publish
     std::string routing_key; // publish

@@ -91,9 +91,17 @@ transport_capabilities rabbitmq_transport::capabilities() const noexcept {
 }
 
 result<void> rabbitmq_transport::declare_queue(const std::string& queue) {
+  return declare_queue_with(queue, {});
+}
+
+result<void> rabbitmq_transport::declare_queue_with(const std::string& queue,
+                                                    const queue_options& options) {
   if (auto ok = check_name(queue, "queue"); !ok)
     return ok;
-  return impl_->publishing.declare_queue(queue);
+  if (!options.dead_letter_queue.empty())
+    if (auto ok = check_name(options.dead_letter_queue, "queue"); !ok)
+      return ok;
+  return impl_->publishing.declare_queue(queue, options);
 }
 
 result<void> rabbitmq_transport::subscribe(const std::string& queue,

@@ -51,9 +51,9 @@ amqp_status declare_exchange(amqp_session& s, amqp_channel_t ch, const std::stri
 
 } // namespace
 
-void topology_record::add_queue(const std::string& q) {
+void topology_record::add_queue(const std::string& q, const queue_options& options) {
   std::lock_guard<std::mutex> guard(mutex_);
-  data_.queues.insert(q);
+  data_.queues[q] = options;
 }
 
 void topology_record::add_subscription(const std::string& q, const std::string& type) {
@@ -71,9 +71,12 @@ void topology_record::add_delay_destination(const std::string& q) {
   data_.delay_destinations.insert(q);
 }
 
-bool topology_record::has_queue(const std::string& q) const {
+std::optional<queue_options> topology_record::find_queue(const std::string& q) const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return data_.queues.count(q) != 0;
+  auto it = data_.queues.find(q);
+  if (it == data_.queues.end())
+    return std::nullopt;
+  return it->second;
 }
 
 topology_record::snapshot topology_record::copy() const {
@@ -90,7 +93,10 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 } // namespace
 
-std::string dead_letter_queue(const std::string& queue, const rabbitmq_settings& settings) {
+std::string dead_letter_queue(const std::string& queue, const queue_options& options,
+                              const rabbitmq_settings& settings) {
+  if (!options.dead_letter_queue.empty())
+    return options.dead_letter_queue;
   if (ends_with(queue, settings.error_queue_suffix))
     return queue;
   if (ends_with(queue, settings.skipped_queue_suffix))
@@ -100,8 +106,19 @@ std::string dead_letter_queue(const std::string& queue, const rabbitmq_settings&
 }
 
 amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                                   const queue_options& options,
                                    const rabbitmq_settings& settings) {
   arguments args;
+  if (options.temporary) {
+    // Classic whatever queue_type says: a quorum queue would replicate what
+    // only this process reads, and one process's replies need no delivery
+    // limit. Durable, as RabbitMQ 4 deprecates transient shared queues;
+    // x-expires deletes it once unused, after its process is gone.
+    args.add("x-expires", temporary_queue_expiry_ms);
+    amqp_queue_declare(s.raw(), ch, bytes_of(queue), /*passive=*/0, /*durable=*/1,
+                       /*exclusive=*/0, /*auto_delete=*/0, args.table());
+    return s.rpc_status(ch);
+  }
   // A classic queue is declared without x-queue-type, as every other client
   // does, so that it stays equivalent to queues they declared.
   std::string target;
@@ -113,7 +130,7 @@ amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std
     // only once the error queue has it; that needs reject-publish overflow
     // (no length limit is set, so nothing is refused for being full), or
     // the broker silently falls back to at-most-once.
-    target = dead_letter_queue(queue, settings);
+    target = dead_letter_queue(queue, options, settings);
     args.add("x-delivery-limit", settings.delivery_limit);
     args.add("x-dead-letter-exchange", "");
     args.add("x-dead-letter-routing-key", target);

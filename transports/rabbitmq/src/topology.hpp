@@ -11,13 +11,16 @@
 // existing object fails with 406 and closes the channel it was made on.
 #pragma once
 
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "amqp_session.hpp"
 #include "bus/rabbitmq_settings.hpp"
+#include "bus/transport.hpp"
 #include "delay_levels.hpp"
 
 namespace bus::detail {
@@ -26,17 +29,18 @@ namespace bus::detail {
 class topology_record {
 public:
   struct snapshot {
-    std::set<std::string> queues;
+    std::map<std::string, queue_options> queues; // as the bus declared them
     std::set<std::pair<std::string, std::string>> subscriptions; // (queue, type)
     bool delay_levels = false;
     std::set<std::string> delay_destinations; // queues bound to the delivery exchange
   };
 
-  void add_queue(const std::string& q);
+  void add_queue(const std::string& q, const queue_options& options);
   void add_subscription(const std::string& q, const std::string& type);
   void add_delay_levels();
   void add_delay_destination(const std::string& q);
-  [[nodiscard]] bool has_queue(const std::string& q) const;
+  // How `q` was declared, if this transport declared it.
+  [[nodiscard]] std::optional<queue_options> find_queue(const std::string& q) const;
   [[nodiscard]] snapshot copy() const;
 
 private:
@@ -47,15 +51,24 @@ private:
 // Each declaration runs RPCs on `ch` of `s`; a failure says whether it took
 // the channel or the connection with it.
 // A queue of settings.queue_type; a quorum queue carries the delivery limit
-// and dead-letters to dead_letter_queue(queue). A 406 (the queue exists
-// with other arguments) says what the bus wanted and how to resolve it.
+// and dead-letters to dead_letter_queue(queue, options, settings). A
+// temporary queue (a bus's own reply queue) is a classic one that the
+// broker deletes once unused for temporary_queue_expiry. A 406 (the queue
+// exists with other arguments) says what the bus wanted and how to resolve it.
 amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
+                                   const queue_options& options,
                                    const rabbitmq_settings& settings);
+// How long a temporary queue outlives its last consumer: long enough for a
+// reconnect after a broker restart (the transport declares it again then),
+// short enough that processes that come and go leave nothing for long.
+inline constexpr std::int64_t temporary_queue_expiry_ms = 10 * 60 * 1000;
 // Where a quorum queue's messages go at the delivery limit: the endpoint's
-// error queue. For an endpoint queue Q that is Q + error_queue_suffix; for
-// its skipped queue (Q + skipped_queue_suffix) too; an error queue (a name
-// ending in error_queue_suffix) dead-letters into itself.
-[[nodiscard]] std::string dead_letter_queue(const std::string& queue,
+// error queue, as the bus named it in `options`. A queue declared without
+// one (by a tool, or an older bus) falls back to names: for an endpoint
+// queue Q that is Q + error_queue_suffix; for its skipped queue
+// (Q + skipped_queue_suffix) too; an error queue (a name ending in
+// error_queue_suffix) dead-letters into itself.
+[[nodiscard]] std::string dead_letter_queue(const std::string& queue, const queue_options& options,
                                             const rabbitmq_settings& settings);
 // Passive: fails with 404 if `queue` does not exist; else its ready count.
 amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,

@@ -31,6 +31,7 @@ public:
   [[nodiscard]] transport_capabilities capabilities() const noexcept override { return {}; }
 
   result<void> declare_queue(const std::string& queue) override;
+  [[nodiscard]] result<void> check_queue(const std::string& queue) const override;
   result<void> subscribe(const std::string& queue, const std::string& message_type) override;
   result<void> consume(const std::string& queue, std::size_t max_unacked,
                        delivery_handler on_delivery) override;

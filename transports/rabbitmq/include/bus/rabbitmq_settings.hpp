@@ -92,11 +92,13 @@ struct rabbitmq_settings {
 
   // Quorum queues only: every endpoint, error and skipped queue is declared
   // with x-delivery-limit = delivery_limit and dead-letters (at least once,
-  // x-overflow=reject-publish) to the endpoint's error queue, the queue
-  // name with `error_queue_suffix` appended (the bus's default error queue;
-  // a skipped queue, a name ending in skipped_queue_suffix, to the error
-  // queue of its endpoint; an error queue into itself). An endpoint with an
-  // error queue named otherwise needs these suffixes to match it.
+  // x-overflow=reject-publish) to the endpoint's error queue, which the bus
+  // names as it declares them (queue_options::dead_letter_queue), whatever
+  // that queue is called. Only a queue declared without one (declare_queue
+  // from a tool of your own) falls back to names: the queue name with
+  // `error_queue_suffix` appended (a skipped queue, a name ending in
+  // skipped_queue_suffix, to the error queue of its endpoint; an error
+  // queue into itself).
   // The broker counts a delivery that returns unsettled: a consumer crash,
   // a lost connection, a reject with requeue. The bus's own retries never
   // count (docs/rabbitmq.md, "Quorum queues and the delivery limit"). So a
@@ -176,6 +178,15 @@ rabbitmq_settings_from_env(const char* variable = "BUS_RABBITMQ_URL");
 // a '#' comment. A file keeps the password out of the process environment
 // and the command line.
 [[nodiscard]] result<rabbitmq_settings> rabbitmq_settings_from_file(const std::string& path);
+
+// The value of `key` in a KEY=VALUE file written for a shell to source,
+// such as the broker.env of scripts/rabbitmq-test-broker.sh: a value is
+// taken as it stands, from inside single quotes (where '\'' stands for one
+// quote), or from inside double quotes (where \" and \\ stand for " and \).
+// The last line that sets `key` wins, as in a shell; blank and '#' lines
+// are skipped. errc::invalid_configuration if the file cannot be read, has
+// no such key, or a quote is never closed.
+[[nodiscard]] result<std::string> env_file_value(const std::string& path, const std::string& key);
 
 // `url` with the password part of its user info replaced by "***". Safe
 // for anything that looks like a URL, including a malformed one.

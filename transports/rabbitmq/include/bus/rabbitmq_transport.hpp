@@ -52,6 +52,11 @@ public:
   // A durable queue of the settings' queue type. errc::invalid_configuration
   // if it exists with other arguments (another queue type, say).
   result<void> declare_queue(const std::string& queue) override;
+  // A quorum queue dead-letters at its delivery limit to
+  // options.dead_letter_queue (the bus passes its endpoint's error queue),
+  // else to the name the suffixes of rabbitmq_settings give. A temporary
+  // queue is a classic one with x-expires (deleted 10 min after its last use).
+  result<void> declare_queue_with(const std::string& queue, const queue_options& options) override;
   // Binds `queue` to the fanout exchange of `message_type`.
   result<void> subscribe(const std::string& queue, const std::string& message_type) override;
   // Prefetch = max_unacked (at most 65535), manual acknowledgement.
