@@ -296,6 +296,21 @@ std::string refusal_text(consumer* self, const caf::error& err) {
   return self->system().render(err);
 }
 
+// Ends the current delivery unsettled if it came over a connection that is
+// gone (the broker delivers it again): nothing may be done with it, lest it
+// live twice. True if it was dropped.
+bool dropped_as_stale(consumer* self) {
+  auto& cur = current(self);
+  const auto& rt = runtime(self);
+  if (rt.transport().settleable(cur.item.tag))
+    return false;
+  rt.log().endpoint->warn("message {} came over a connection to '{}' that is gone; the broker "
+                          "delivers it again, so this delivery ends here, unsettled",
+                          cur.item.message->message_id, cur.item.queue);
+  settle_and_report(self, outcome::stale);
+  return true;
+}
+
 } // namespace
 
 bool claim_ending(consumer* self) {
@@ -311,15 +326,11 @@ bool claim_ending(consumer* self) {
   return !dropped_as_stale(self);
 }
 
-bool dropped_as_stale(consumer* self) {
-  auto& cur = current(self);
-  const auto& rt = runtime(self);
-  if (rt.transport().settleable(cur.item.tag))
+bool ended_as_stale(consumer* self) {
+  if (runtime(self).transport().settleable(current(self).item.tag))
     return false;
-  rt.log().endpoint->warn("message {} came over a connection to '{}' that is gone; the broker "
-                          "delivers it again, so this delivery ends here, unsettled",
-                          cur.item.message->message_id, cur.item.queue);
-  settle_and_report(self, outcome::stale);
+  // Claimed, it is dropped as stale; taken back by a stop, it is forgotten.
+  (void)claim_ending(self);
   return true;
 }
 
