@@ -36,6 +36,9 @@ void spawn_consumer(endpoint* self) {
 
 void dispatch(endpoint* self) {
   auto& st = self->state;
+  // Stopping: whatever waits goes back to its queue, not to a consumer.
+  if (st.stopping)
+    return;
   // A dependency is down: nothing goes out but a half-open breaker's probe.
   if (dependencies::paused_dispatch(self))
     return;
@@ -52,6 +55,16 @@ void dispatch(endpoint* self) {
     st.busy.emplace(consumer.address(), work_in_progress{d, claim});
     self->send(consumer, run_atom::value, std::move(d), std::move(claim), st.limited);
   }
+}
+
+// A delivery held back for a dependency as the endpoint stops: nothing
+// will run it here any more, so it goes back to its queue untouched.
+void give_back_held(endpoint* self, const delivery& d) {
+  const auto& rt = *self->state.rt;
+  rt.log().endpoint->info("message {} was held back for a dependency while endpoint '{}' stops; "
+                          "returning it to '{}'",
+                          d.message->message_id, rt.name(), d.queue);
+  settle(rt, d, outcome::requeue);
 }
 
 // Stopping ends only once every delivery sent to this actor before the
@@ -282,8 +295,12 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       auto it = st.busy.find(sender);
       if (it == st.busy.end() || it->second.item.tag != tag)
         return;
-      // Held back for a dependency: first in line again, still unsettled.
-      if (result == outcome::held)
+      // Held back for a dependency: first in line again, still unsettled;
+      // during a stop, back to its queue, as what waited for a consumer
+      // went when the stop began (nothing is dispatched any more).
+      if (result == outcome::held && st.stopping)
+        give_back_held(self, it->second.item);
+      else if (result == outcome::held)
         st.waiting.push_front(std::move(it->second.item));
       st.busy.erase(it);
       dependencies::ended(self, tag, result);

@@ -7,6 +7,7 @@
 
 #include "bus/testing/harness.hpp"
 #include "support/sample_messages.hpp"
+#include "support/shutdown_anyway.hpp"
 
 using namespace std::chrono_literals;
 using bus::event_kind;
@@ -214,4 +215,40 @@ TEST_CASE("dependency settings out of range are configuration mistakes, named") 
   REQUIRE_FALSE(built);
   CHECK_THAT(built.error().message, Catch::Contains("dependency 'inventory-db': failure_rate"));
   CHECK_THAT(built.error().message, Catch::Contains("dependency 'inventory-db': open_wait"));
+}
+
+TEST_CASE("a message held back for a dependency while its endpoint stops goes back to its queue, "
+          "and the stop ends within the drain timeout") {
+  bus::testing::harness h;
+  auto settings = inventory_settings();
+  SECTION("the failure opens the breaker: the endpoint pauses") { settings.consecutive_failures = 1; }
+  SECTION("the rule only trips and the breaker stays closed") {}
+  int runs = 0;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .dependency("inventory-db", settings)
+    .add_resilience([](bus::policy_builder& p) { p.on<db_error>().trips("inventory-db"); })
+    .endpoint("orders", [&](bus::endpoint_builder& e) {
+      e.slots(1).drain_timeout(10s).handle<order_placed>([&](const order_placed&) {
+        ++runs;
+        // The stop comes while the handler runs (asked from inside it, so
+        // that on the test coordinator it lands exactly then).
+        h.bus().request_stop();
+        throw db_error();
+      });
+    });
+  auto& bus = h.start(b);
+  bus::test::shutdown_anyway guard(h.system(), [&] { return bus.stopped(); });
+  REQUIRE(bus.send("orders", order_placed{"o-1", 1}));
+  h.run();
+  h.advance(10s - 1ms); // within the drain timeout
+  CHECK(bus.stopped());
+  CHECK(runs == 1); // never attempted again during the stop
+  auto s = h.stats("orders");
+  CHECK(s.held_back == 1);
+  CHECK(s.requeued == 1);
+  CHECK(s.handled == 0);
+  CHECK(s.in_flight == 0);
+  CHECK(h.transport().unacked("orders") == 0);
+  CHECK(h.queue("orders").size() == 1);
 }
