@@ -33,7 +33,7 @@ handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
   return handler_context(*cur.item.message, rt.registry(), rt.name(), cur.attempt_started, cur.attempt,
-                         &rt.status().stop_requested, cur.transaction.get());
+                         &rt.run().stop_requested, cur.transaction.get());
 }
 
 // After a handler returned normally: its outbox goes out first. With a

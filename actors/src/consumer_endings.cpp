@@ -60,7 +60,7 @@ void hold_and_retry(consumer* self, ending_step step, const std::string& why) {
               : step == ending_step::skipped_queue ? *rt.log().skipped
                                                    : *rt.log().move_to_error;
   auto verb = step == ending_step::redelivery ? "hand" : "move";
-  if (rt.status().stop_requested.load()) {
+  if (rt.run().stop_requested.load()) {
     log.warn("cannot {} message {} {} ({}) while endpoint '{}' stops; returning it to '{}'", verb,
              cur.item.message->message_id, waiting_for_what(self, step), why, rt.name(),
              cur.item.queue);

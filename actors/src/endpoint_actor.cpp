@@ -36,8 +36,9 @@ void spawn_consumer(endpoint* self) {
 
 void dispatch(endpoint* self) {
   auto& st = self->state;
-  // Stopping: whatever waits goes back to its queue, not to a consumer.
-  if (st.stopping)
+  // Not started yet, or stopping: whatever waits goes back to its queue at
+  // the stop, not to a consumer.
+  if (!st.started || st.stopping)
     return;
   // A dependency is down: nothing goes out but a half-open breaker's probe.
   if (dependencies::paused_dispatch(self))
@@ -84,7 +85,7 @@ void quit_when_helpers_stopped(endpoint* self) {
   if (--st.helpers_stopping > 0)
     return;
   st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
-  st.rt->status().finished.store(true);
+  st.rt->run().finished.store(true);
   self->quit();
 }
 
@@ -132,7 +133,8 @@ void begin_stop(endpoint* self) {
   if (st.stopping)
     return;
   st.stopping = true;
-  st.rt->transport().cancel(st.rt->name());
+  if (st.started) // a failed start cancelled it before its retry could consume
+    st.rt->transport().cancel(st.rt->name());
   // Deliveries that never reached a consumer go back at once.
   for (auto& d : st.waiting)
     settle(*st.rt, d, outcome::requeue);
@@ -336,6 +338,11 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
         it->second.attempt = attempt;
     },
     [=](stop_atom) { begin_stop(self); },
+    // Every endpoint of the start consumes: what waits goes to consumers.
+    [=](go_atom) {
+      self->state.started = true;
+      dispatch(self);
+    },
     [=](resume_atom, std::uint64_t generation) {
       auto& st = self->state;
       if (generation != st.pause_generation || !st.pausing)
