@@ -174,9 +174,10 @@ void record_attempt(endpoint* self, bool succeeded) {
   self->send(st.breaker, limit_atom::value, st.limited);
 }
 
-// A helper died outside a stop (a bug, or a transport that broke its
-// promise not to throw). What a scheduler held in memory is gone with it;
-// on a broker the delay levels hold redeliveries, not the scheduler.
+// A helper died before the end of a stop began (a bug, or a transport
+// that broke its promise not to throw). What a scheduler held in memory
+// is gone with it; on a broker the delay levels hold redeliveries, not
+// the scheduler.
 void replace_helper(endpoint* self, const caf::down_msg& dm, bool scheduler) {
   auto& st = self->state;
   const auto* which = scheduler ? "scheduler" : "circuit breaker";
@@ -221,7 +222,10 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
                   : st.breaker && dm.source == st.breaker.address() ? 2
                                                                       : 0;
     if (helper != 0) {
-      if (!st.stopping) // in a stop, stop_helper() waits for them
+      // Replaced during a stop too, so that a consumer waiting on the dead
+      // scheduler's answer learns of it and gives its message back. Once
+      // the stop's end has begun, stop_helper() waits for them instead.
+      if (!st.finishing)
         replace_helper(self, dm, helper == 1);
       return;
     }
