@@ -52,11 +52,13 @@ struct endpoint_state {
   int helpers_stopping = 0;     // stop requests not yet confirmed
   // Dependency breakers (see dependency_pause.cpp): the state last seen of
   // each of rt->dependencies(), whether one is not closed (no message is
-  // dispatched but a probe), the probe in flight, and the wake-up timer
-  // set for the end of an open breaker's wait.
+  // dispatched but a probe), the probe in flight and the gates whose probe
+  // it holds (only these are this endpoint's to give back), and the
+  // wake-up timer set for the end of an open breaker's wait.
   std::vector<breaker_state> seen;
   bool paused = false;
   std::optional<std::uint64_t> probe_tag;
+  std::vector<dependency_gate*> probe_gates;
   std::optional<time_point> wake_at;
   static inline const char* name = "bus.endpoint";
 };
