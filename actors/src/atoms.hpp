@@ -17,6 +17,7 @@ using deliver_atom = caf::atom_constant<caf::atom("deliver")>;   // transport ->
 using run_atom = caf::atom_constant<caf::atom("run")>;           // endpoint -> consumer
 using done_atom = caf::atom_constant<caf::atom("done")>;         // consumer -> endpoint
 using stop_atom = caf::atom_constant<caf::atom("stop")>;         // bus -> endpoint
+using go_atom = caf::atom_constant<caf::atom("go")>;             // bus -> endpoint
 using drained_atom = caf::atom_constant<caf::atom("drained")>;   // endpoint -> itself
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;   // endpoint -> itself
 using schedule_atom = caf::atom_constant<caf::atom("schedule")>; // consumer -> scheduler

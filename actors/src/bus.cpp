@@ -68,10 +68,20 @@ struct message_bus::impl {
   struct endpoint_entry {
     endpoint_definition definition; // each start gives its runtime a copy
     std::shared_ptr<detail::endpoint_status> status = std::make_shared<detail::endpoint_status>();
-    caf::actor actor; // null until started; finished once it stopped
+    // The run of the last start that succeeded: null until started; its
+    // flags say whether it was asked to stop and whether it finished.
+    std::shared_ptr<detail::endpoint_run> run;
+    caf::actor actor;
     bool removed = false; // remove_endpoint(): never started again, counters still readable
 
-    [[nodiscard]] bool active() const { return actor && !status->finished.load(); }
+    [[nodiscard]] bool active() const { return actor && !run->finished.load(); }
+  };
+
+  // An endpoint launched (consuming, its deliveries waiting) whose start
+  // has not been decided yet.
+  struct launched {
+    std::shared_ptr<detail::endpoint_run> run;
+    caf::actor actor;
   };
 
   // A bus is created, runs, and after a stop may run again; sends from
@@ -142,13 +152,15 @@ struct message_bus::impl {
     for (const auto& [name, e] : endpoints)
       if (!e.removed)
         v.endpoints.push_back({name, e.definition.slots,
-                               v.running && e.active() && !e.status->stop_requested.load(),
+                               v.running && e.active() && !e.run->stop_requested.load(),
                                e.status, e.definition.store != nullptr});
     return v;
   }
 
-  // Declares the endpoint's queues and subscriptions, then spawns its actor.
-  result<void> launch(endpoint_entry& e) {
+  // Declares the endpoint's queues and subscriptions, spawns its actor and
+  // consumes. Its deliveries wait in the actor until commit(); a launch that
+  // fails leaves nothing consuming and its actor stopping.
+  result<launched> launch(const endpoint_entry& e) {
     auto& t = *transport;
     const auto& def = e.definition;
     // Every queue of the endpoint tells the transport the endpoint's error
@@ -163,8 +175,7 @@ struct message_bus::impl {
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
         return ok.error();
     log_policies(def);
-    e.status->finished.store(false);
-    e.status->stop_requested.store(false);
+    auto run = std::make_shared<detail::endpoint_run>();
     detail::endpoint_runtime::settings settings{limits,
                                                 jitter_seed,
                                                 observer,
@@ -175,7 +186,7 @@ struct message_bus::impl {
                                                 detail::budget_for(def, options, budgets),
                                                 send_later()};
     auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
-                                                               e.status, std::move(settings));
+                                                               e.status, run, std::move(settings));
     auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
     auto consuming = t.consume(def.name, def.slots, [actor](delivery d) {
       caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
@@ -183,11 +194,26 @@ struct message_bus::impl {
     if (!consuming) {
       // The endpoint stops its consumers, scheduler and breaker, as in any
       // stop; the definition stays, so a later start can try again.
-      stop_endpoint(e.status, actor);
+      stop_endpoint(*run, actor);
       return consuming.error();
     }
-    e.actor = std::move(actor);
-    return {};
+    return launched{std::move(run), std::move(actor)};
+  }
+
+  // The start succeeded: the launch becomes the endpoint's run, and its
+  // deliveries go to its consumers.
+  static void commit(endpoint_entry& e, launched l) {
+    caf::anon_send(l.actor, detail::go_atom::value);
+    e.run = std::move(l.run);
+    e.actor = std::move(l.actor);
+  }
+
+  // The start failed elsewhere: the launch stops consuming now, before a
+  // retry can consume the same queue, and its actor gives back what it
+  // took, unhandled. The entry keeps its last run: a retry may go at once.
+  void abandon(const endpoint_entry& e, const launched& l) const {
+    transport->cancel(e.definition.name);
+    stop_endpoint(*l.run, l.actor);
   }
 
   // How a handler's deferred message is handed to the scheduled sends.
@@ -198,9 +224,8 @@ struct message_bus::impl {
     };
   }
 
-  static void stop_endpoint(const std::shared_ptr<detail::endpoint_status>& status,
-                            const caf::actor& actor) {
-    status->stop_requested.store(true);
+  static void stop_endpoint(detail::endpoint_run& run, const caf::actor& actor) {
+    run.stop_requested.store(true);
     caf::anon_send(actor, detail::stop_atom::value);
   }
 
@@ -468,19 +493,24 @@ result<void> message_bus::start() {
     if (e.active())
       return error{errc::not_running, "endpoint '" + name
                                         + "' is still stopping; start again once stop() returned"};
-  // All or nothing: if one endpoint cannot start, those started before it
-  // stop again, and a later start() can try them all anew.
-  std::vector<impl::endpoint_entry*> started;
+  // All or nothing: if one endpoint cannot start, those launched before it
+  // stop again without handling anything, and a later start() can try
+  // them all anew.
+  std::vector<std::pair<impl::endpoint_entry*, impl::launched>> started;
   for (auto& [name, e] : impl_->endpoints) {
     if (e.removed)
       continue;
-    if (auto ok = impl_->launch(e); !ok) {
-      for (auto* done : started)
-        impl::stop_endpoint(done->status, done->actor);
-      return error{ok.error().code, "cannot start endpoint '" + name + "': " + ok.error().message};
+    auto launched = impl_->launch(e);
+    if (!launched) {
+      for (const auto& [done, l] : started)
+        impl_->abandon(*done, l);
+      return error{launched.error().code,
+                   "cannot start endpoint '" + name + "': " + launched.error().message};
     }
-    started.push_back(&e);
+    started.emplace_back(&e, std::move(*launched));
   }
+  for (auto& [e, l] : started)
+    impl::commit(*e, std::move(l));
   impl_->state = impl::phase::running;
   return {};
 }
@@ -491,7 +521,7 @@ void message_bus::request_stop() {
     impl_->state = impl::phase::stopped;
   for (auto& [name, e] : impl_->endpoints)
     if (e.active())
-      impl::stop_endpoint(e.status, e.actor);
+      impl::stop_endpoint(*e.run, e.actor);
 }
 
 void message_bus::stop() {
@@ -539,8 +569,12 @@ result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
   auto& e = impl_->endpoints[name] = impl::endpoint_entry{};
   e.definition = std::move(def);
   impl_->equip(e);
-  if (impl_->state == impl::phase::running)
-    return impl_->launch(e);
+  if (impl_->state != impl::phase::running)
+    return {};
+  auto launched = impl_->launch(e);
+  if (!launched)
+    return launched.error();
+  impl::commit(e, std::move(*launched));
   return {};
 }
 
@@ -551,7 +585,7 @@ result<void> message_bus::remove_endpoint(const std::string& name) {
     return error{errc::invalid_configuration, "there is no endpoint '" + name + "'"};
   if (it->second.active()) {
     it->second.removed = true;
-    impl::stop_endpoint(it->second.status, it->second.actor);
+    impl::stop_endpoint(*it->second.run, it->second.actor);
   } else {
     impl_->endpoints.erase(it);
   }

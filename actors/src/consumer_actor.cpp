@@ -33,7 +33,7 @@ handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
   return handler_context(*cur.item.message, rt.registry(), rt.name(), cur.attempt_started, cur.attempt,
-                         &rt.status().stop_requested, cur.transaction.get());
+                         &rt.run().stop_requested, cur.transaction.get());
 }
 
 // After a handler returned normally: its outbox goes out first. With a
@@ -51,6 +51,10 @@ void on_success(consumer* self, handler_context& ctx) {
 }
 
 void run_attempt(consumer* self) {
+  // The broker delivers it again after its connection died (while it
+  // waited for a retry, say): a handler run now could succeed for nothing.
+  if (ended_as_stale(self))
+    return;
   auto& cur = *self->state.current;
   cur.attempt_started = self->state.rt->now();
   if (cur.handler->invoke) {
@@ -109,7 +113,7 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled, bool prob
   cur.throttled = throttled;
   cur.attempt_started = rt.now(); // run_attempt() sets it again as the handler starts
   cur.probe = probe;
-  if (dropped_as_stale(self))
+  if (ended_as_stale(self))
     return false; // waited for a slot while its connection died: not run at all
   const auto& msg = *cur.item.message;
   cur.handler = rt.find_handler(msg.message_type);

@@ -48,11 +48,14 @@ std::string waiting_for_what(consumer* self, ending_step step) {
   return "on";
 }
 
+void park_for_later(consumer* self);
+
 // A refusal for now: keep the message and the slot, and try `step` again
 // after 1 s, doubling to 30 s: an outage costs time, never the message,
 // and never a second ending (its delivery cannot be acknowledged while
 // the broker is out of reach either, and would come back). During a stop
-// the message goes back to its queue instead.
+// the message goes back to its queue instead; one bound for the error
+// queue is parked, marked, so that its fate holds when it comes back.
 void hold_and_retry(consumer* self, ending_step step, const std::string& why) {
   auto& cur = current(self);
   const auto& rt = runtime(self);
@@ -60,7 +63,19 @@ void hold_and_retry(consumer* self, ending_step step, const std::string& why) {
               : step == ending_step::skipped_queue ? *rt.log().skipped
                                                    : *rt.log().move_to_error;
   auto verb = step == ending_step::redelivery ? "hand" : "move";
-  if (rt.status().stop_requested.load()) {
+  auto fault_decided =
+    step == ending_step::error_queue || step == ending_step::minimal_error_queue;
+  if (rt.run().stop_requested.load() && fault_decided) {
+    // Its handler must not run again: the scheduler holds it with the
+    // held-back mark and gives it back to the queue as the stop ends.
+    log.warn("cannot move message {} {} ({}) while endpoint '{}' stops; it goes back to '{}' "
+             "marked for the error queue",
+             cur.item.message->message_id, waiting_for_what(self, step), why, rt.name(),
+             cur.item.queue);
+    park_for_later(self);
+    return;
+  }
+  if (rt.run().stop_requested.load()) {
     log.warn("cannot {} message {} {} ({}) while endpoint '{}' stops; returning it to '{}'", verb,
              cur.item.message->message_id, waiting_for_what(self, step), why, rt.name(),
              cur.item.queue);
@@ -148,8 +163,6 @@ void park_for_later(consumer* self) {
   const auto& cur = current(self);
   auto copy = std::make_shared<envelope>(
     with_pending_fault(*cur.item.message, *cur.fault, rt.config().limits));
-  rt.log().move_to_error->critical("holding message {} for {} before trying its error queue again",
-                                   cur.item.message->message_id, to_hms(park_delay));
   auto answered = begin_handoff(self, ending_step::error_queue);
   self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy),
                 park_delay, announcement{})
@@ -236,6 +249,8 @@ void on_minimal_error_queue(consumer* self, const result<void>& sent) {
                                    "{})",
                                    msg.message_id, to_string(sent.error()),
                                    to_string(file.error()));
+  rt.log().move_to_error->critical("holding message {} for {} before trying its error queue again",
+                                   msg.message_id, to_hms(park_delay));
   park_for_later(self);
 }
 
@@ -296,6 +311,21 @@ std::string refusal_text(consumer* self, const caf::error& err) {
   return self->system().render(err);
 }
 
+// Ends the current delivery unsettled if it came over a connection that is
+// gone (the broker delivers it again): nothing may be done with it, lest it
+// live twice. True if it was dropped.
+bool dropped_as_stale(consumer* self) {
+  auto& cur = current(self);
+  const auto& rt = runtime(self);
+  if (rt.transport().settleable(cur.item.tag))
+    return false;
+  rt.log().endpoint->warn("message {} came over a connection to '{}' that is gone; the broker "
+                          "delivers it again, so this delivery ends here, unsettled",
+                          cur.item.message->message_id, cur.item.queue);
+  settle_and_report(self, outcome::stale);
+  return true;
+}
+
 } // namespace
 
 bool claim_ending(consumer* self) {
@@ -311,15 +341,11 @@ bool claim_ending(consumer* self) {
   return !dropped_as_stale(self);
 }
 
-bool dropped_as_stale(consumer* self) {
-  auto& cur = current(self);
-  const auto& rt = runtime(self);
-  if (rt.transport().settleable(cur.item.tag))
+bool ended_as_stale(consumer* self) {
+  if (runtime(self).transport().settleable(current(self).item.tag))
     return false;
-  rt.log().endpoint->warn("message {} came over a connection to '{}' that is gone; the broker "
-                          "delivers it again, so this delivery ends here, unsettled",
-                          cur.item.message->message_id, cur.item.queue);
-  settle_and_report(self, outcome::stale);
+  // Claimed, it is dropped as stale; taken back by a stop, it is forgotten.
+  (void)claim_ending(self);
   return true;
 }
 

@@ -21,10 +21,12 @@ namespace bus::detail {
 // has forgotten it then.
 [[nodiscard]] bool claim_ending(consumer* self);
 
-// Ends the current delivery unsettled if it came over a connection that is
-// gone (the broker delivers it again): nothing may be done with it, lest it
-// live twice. True if it was dropped.
-[[nodiscard]] bool dropped_as_stale(consumer* self);
+// Before an attempt (a first one or a retry): ends the current delivery
+// unsettled if nobody can settle it any more (its connection is gone), so
+// that no handler runs for an outcome that would be dropped. It claims the
+// delivery first: a stop's drain timeout may be taking it back right now,
+// and only one of the two may end it. True if it ended here.
+[[nodiscard]] bool ended_as_stale(consumer* self);
 
 // Settles the current delivery, forgets it and frees the slot.
 void settle_and_report(consumer* self, outcome result);

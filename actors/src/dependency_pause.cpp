@@ -10,6 +10,21 @@ namespace bus::detail::dependencies {
 
 namespace {
 
+// Gives back the probe this endpoint holds, on the gates it took it from
+// only: another endpoint sharing a breaker may hold that one's probe.
+void release_probe(endpoint* self) {
+  auto& st = self->state;
+  for (auto* gate : st.probe_gates)
+    gate->release_probe(true); // the endpoints sharing it look again
+  st.probe_gates.clear();
+  st.probe_tag.reset();
+}
+
+bool holds_probe(const endpoint* self, const dependency_gate* gate) {
+  const auto& taken = self->state.probe_gates;
+  return std::find(taken.begin(), taken.end(), gate) != taken.end();
+}
+
 event_kind event_for(breaker_state s) {
   switch (s) {
     case breaker_state::closed: return event_kind::dependency_closed;
@@ -34,12 +49,9 @@ void join(endpoint* self) {
 
 void leave(endpoint* self) {
   auto& st = self->state;
-  for (const auto& gate : st.rt->dependencies()) {
+  for (const auto& gate : st.rt->dependencies())
     gate->unsubscribe(self->address());
-    if (st.probe_tag)
-      gate->release_probe(true);
-  }
-  st.probe_tag.reset();
+  release_probe(self);
 }
 
 void sync(endpoint* self) {
@@ -128,6 +140,7 @@ bool paused_dispatch(endpoint* self) {
   auto d = std::move(st.waiting.front());
   st.waiting.pop_front();
   st.probe_tag = d.tag;
+  st.probe_gates = std::move(taken);
   rt.counters().probes.fetch_add(1, std::memory_order_relaxed);
   rt.log().endpoint->info("endpoint '{}' lets message {} through as the probe of its half-open "
                           "dependencies",
@@ -144,20 +157,23 @@ void ended(endpoint* self, std::uint64_t tag, outcome result) {
   if (deps.empty())
     return;
   bool probe = st.probe_tag && *st.probe_tag == tag;
-  if (probe)
-    st.probe_tag.reset();
   if (result == outcome::handled) {
+    // The probe's success closes the breakers it probed; on another's
+    // half-open breaker it is an ordinary success, which does not count.
     auto now = st.rt->now();
     for (const auto& gate : deps)
-      gate->record_success(now, probe);
+      gate->record_success(now, probe && holds_probe(self, gate.get()));
+    if (probe) {
+      st.probe_gates.clear();
+      st.probe_tag.reset();
+    }
     return;
   }
   // The probe failed against its dependency (held: the consumer reopened
-  // the breaker already) or for another reason: either way its permit goes
-  // back, and the endpoints sharing it look again.
+  // the breaker already) or for another reason: either way its permits go
+  // back, and the endpoints sharing them look again.
   if (probe)
-    for (const auto& gate : deps)
-      gate->release_probe(true);
+    release_probe(self);
 }
 
 } // namespace bus::detail::dependencies

@@ -36,6 +36,10 @@ void spawn_consumer(endpoint* self) {
 
 void dispatch(endpoint* self) {
   auto& st = self->state;
+  // Not started yet, or stopping: whatever waits goes back to its queue at
+  // the stop, not to a consumer.
+  if (!st.started || st.stopping)
+    return;
   // A dependency is down: nothing goes out but a half-open breaker's probe.
   if (dependencies::paused_dispatch(self))
     return;
@@ -52,6 +56,16 @@ void dispatch(endpoint* self) {
     st.busy.emplace(consumer.address(), work_in_progress{d, claim});
     self->send(consumer, run_atom::value, std::move(d), std::move(claim), st.limited);
   }
+}
+
+// A delivery held back for a dependency as the endpoint stops: nothing
+// will run it here any more, so it goes back to its queue untouched.
+void give_back_held(endpoint* self, const delivery& d) {
+  const auto& rt = *self->state.rt;
+  rt.log().endpoint->info("message {} was held back for a dependency while endpoint '{}' stops; "
+                          "returning it to '{}'",
+                          d.message->message_id, rt.name(), d.queue);
+  settle(rt, d, outcome::requeue);
 }
 
 // Stopping ends only once every delivery sent to this actor before the
@@ -71,7 +85,7 @@ void quit_when_helpers_stopped(endpoint* self) {
   if (--st.helpers_stopping > 0)
     return;
   st.rt->log().endpoint->info("endpoint '{}' stopped", st.rt->name());
-  st.rt->status().finished.store(true);
+  st.rt->run().finished.store(true);
   self->quit();
 }
 
@@ -119,7 +133,8 @@ void begin_stop(endpoint* self) {
   if (st.stopping)
     return;
   st.stopping = true;
-  st.rt->transport().cancel(st.rt->name());
+  if (st.started) // a failed start cancelled it before its retry could consume
+    st.rt->transport().cancel(st.rt->name());
   // Deliveries that never reached a consumer go back at once.
   for (auto& d : st.waiting)
     settle(*st.rt, d, outcome::requeue);
@@ -159,9 +174,10 @@ void record_attempt(endpoint* self, bool succeeded) {
   self->send(st.breaker, limit_atom::value, st.limited);
 }
 
-// A helper died outside a stop (a bug, or a transport that broke its
-// promise not to throw). What a scheduler held in memory is gone with it;
-// on a broker the delay levels hold redeliveries, not the scheduler.
+// A helper died before the end of a stop began (a bug, or a transport
+// that broke its promise not to throw). What a scheduler held in memory
+// is gone with it; on a broker the delay levels hold redeliveries, not
+// the scheduler.
 void replace_helper(endpoint* self, const caf::down_msg& dm, bool scheduler) {
   auto& st = self->state;
   const auto* which = scheduler ? "scheduler" : "circuit breaker";
@@ -206,7 +222,10 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
                   : st.breaker && dm.source == st.breaker.address() ? 2
                                                                       : 0;
     if (helper != 0) {
-      if (!st.stopping) // in a stop, stop_helper() waits for them
+      // Replaced during a stop too, so that a consumer waiting on the dead
+      // scheduler's answer learns of it and gives its message back. Once
+      // the stop's end has begun, stop_helper() waits for them instead.
+      if (!st.finishing)
         replace_helper(self, dm, helper == 1);
       return;
     }
@@ -282,8 +301,12 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       auto it = st.busy.find(sender);
       if (it == st.busy.end() || it->second.item.tag != tag)
         return;
-      // Held back for a dependency: first in line again, still unsettled.
-      if (result == outcome::held)
+      // Held back for a dependency: first in line again, still unsettled;
+      // during a stop, back to its queue, as what waited for a consumer
+      // went when the stop began (nothing is dispatched any more).
+      if (result == outcome::held && st.stopping)
+        give_back_held(self, it->second.item);
+      else if (result == outcome::held)
         st.waiting.push_front(std::move(it->second.item));
       st.busy.erase(it);
       dependencies::ended(self, tag, result);
@@ -319,6 +342,11 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
         it->second.attempt = attempt;
     },
     [=](stop_atom) { begin_stop(self); },
+    // Every endpoint of the start consumes: what waits goes to consumers.
+    [=](go_atom) {
+      self->state.started = true;
+      dispatch(self);
+    },
     [=](resume_atom, std::uint64_t generation) {
       auto& st = self->state;
       if (generation != st.pause_generation || !st.pausing)

@@ -42,16 +42,23 @@ struct endpoint_state {
   bool limited = false;         // rate limited: one message at a time
   bool pausing = false;         // rate limited and waiting after a failed attempt
   std::uint64_t pause_generation = 0; // a resume of an older generation is stale
+  // The bus's start succeeded as a whole (go_atom): deliveries go to
+  // consumers, and a stop cancels the consumption. Until then they only
+  // wait, so that a start that fails elsewhere has handled nothing here
+  // (and has cancelled the consumption itself).
+  bool started = false;
   bool stopping = false;
   bool finishing = false;       // nothing in flight: waiting for consumers, then helpers
   int helpers_stopping = 0;     // stop requests not yet confirmed
   // Dependency breakers (see dependency_pause.cpp): the state last seen of
   // each of rt->dependencies(), whether one is not closed (no message is
-  // dispatched but a probe), the probe in flight, and the wake-up timer
-  // set for the end of an open breaker's wait.
+  // dispatched but a probe), the probe in flight and the gates whose probe
+  // it holds (only these are this endpoint's to give back), and the
+  // wake-up timer set for the end of an open breaker's wait.
   std::vector<breaker_state> seen;
   bool paused = false;
   std::optional<std::uint64_t> probe_tag;
+  std::vector<dependency_gate*> probe_gates;
   std::optional<time_point> wake_at;
   static inline const char* name = "bus.endpoint";
 };
@@ -59,6 +66,8 @@ struct endpoint_state {
 // Spawns the endpoint's consumers. Deliveries arrive as (deliver_atom,
 // delivery) from the transport's handler, which the bus registers right
 // after the spawn, so that start() returns with every endpoint consuming.
+// They wait until the bus sends (go_atom), once every endpoint of the
+// start consumes.
 caf::behavior endpoint_actor(caf::stateful_actor<endpoint_state>* self, endpoint_runtime_ptr rt);
 
 } // namespace bus::detail

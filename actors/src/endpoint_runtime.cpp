@@ -19,9 +19,10 @@ endpoint_runtime::endpoint_runtime(endpoint_definition definition,
                                    std::shared_ptr<const message_registry> registry,
                                    transport_ptr transport, loggers log,
                                    std::function<time_point()> clock,
-                                   std::shared_ptr<endpoint_status> status, settings config)
+                                   std::shared_ptr<endpoint_status> status,
+                                   std::shared_ptr<endpoint_run> run, settings config)
   : def_(std::move(definition)), registry_(std::move(registry)), transport_(std::move(transport)),
-    log_(std::move(log)), clock_(std::move(clock)), status_(std::move(status)),
+    log_(std::move(log)), clock_(std::move(clock)), status_(std::move(status)), run_(std::move(run)),
     host_(host_name()), process_(std::to_string(::getpid())), settings_(std::move(config)) {
   // Handler types were checked against the registry when the bus was built.
   for (const auto& slot : def_.handlers)

@@ -34,13 +34,19 @@ namespace bus::detail {
 // counting), readable from any thread.
 struct endpoint_status {
   endpoint_counters counters;
+  // Handler durations for metrics; null when metrics are off. Set when the
+  // endpoint is defined, before any actor or scrape sees it, then fixed.
+  std::shared_ptr<metrics::endpoint_instruments> instruments;
+};
+
+// One run of an endpoint, from one launch to the end of its stop, readable
+// from any thread. Each launch has its own: the actors of a failed start
+// may still be ending while the retry's run, and must not mark it.
+struct endpoint_run {
   std::atomic<bool> finished{false};
   // Set by the bus as it asks the endpoint to stop, before the endpoint
   // actor even sees the request, so that handlers see it at once.
   std::atomic<bool> stop_requested{false};
-  // Handler durations for metrics; null when metrics are off. Set when the
-  // endpoint is defined, before any actor or scrape sees it, then fixed.
-  std::shared_ptr<metrics::endpoint_instruments> instruments;
 };
 
 // Hands a message to the bus's scheduled sends (see scheduled_sends.hpp):
@@ -73,7 +79,8 @@ public:
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,
                    transport_ptr transport, loggers log, std::function<time_point()> clock,
-                   std::shared_ptr<endpoint_status> status, settings config);
+                   std::shared_ptr<endpoint_status> status, std::shared_ptr<endpoint_run> run,
+                   settings config);
   endpoint_runtime(const endpoint_runtime&) = delete;
   endpoint_runtime& operator=(const endpoint_runtime&) = delete;
 
@@ -84,6 +91,7 @@ public:
   [[nodiscard]] const loggers& log() const noexcept { return log_; }
   [[nodiscard]] endpoint_counters& counters() const noexcept { return status_->counters; }
   [[nodiscard]] endpoint_status& status() const noexcept { return *status_; }
+  [[nodiscard]] endpoint_run& run() const noexcept { return *run_; }
   [[nodiscard]] time_point now() const { return clock_(); }
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
   [[nodiscard]] const std::string& process() const noexcept { return process_; }
@@ -140,6 +148,7 @@ private:
   loggers log_;
   std::function<time_point()> clock_;
   std::shared_ptr<endpoint_status> status_;
+  std::shared_ptr<endpoint_run> run_;
   std::string host_;
   std::string process_;
   settings settings_;

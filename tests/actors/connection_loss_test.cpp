@@ -88,3 +88,33 @@ TEST_CASE_METHOD(caf_fixture,
   sched.run();
   CHECK(transport->depth("billing") == 0); // no copy came back either
 }
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a delivery whose connection was lost while it waited for an immediate retry is "
+                 "not attempted again, and counts once as requeued") {
+  auto losing = std::make_shared<losing_transport>(*transport);
+  int runs = 0;
+  auto b = builder();
+  b.transport(losing)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().retry(3, 1s).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed&) {
+        if (++runs == 1)
+          throw std::runtime_error("deadlock victim");
+      });
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  REQUIRE(runs == 1);
+  REQUIRE(stats(*bus, "billing").immediate_retries == 1);
+  losing->lost = true; // the broker stops while the retry waits
+  sched.advance_time(1s);
+  sched.run();
+  CHECK(runs == 1); // the retry would succeed, on a delivery nobody can settle
+  auto s = stats(*bus, "billing");
+  CHECK(s.handled == 0);
+  CHECK(s.requeued == 1);
+  CHECK(s.in_flight == 0);
+  CHECK(losing->settled == 0);
+}

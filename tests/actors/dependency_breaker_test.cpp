@@ -3,10 +3,16 @@
 // and everything is handled after recovery, with nothing on an error queue.
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <string>
 
+#include <caf/all.hpp>
+
+#include "bus/actor_handler.hpp"
+#include "bus/handler_actor_error.hpp"
 #include "bus/testing/harness.hpp"
 #include "support/sample_messages.hpp"
+#include "support/shutdown_anyway.hpp"
 
 using namespace std::chrono_literals;
 using bus::event_kind;
@@ -40,6 +46,41 @@ bus::dependency_breaker_settings inventory_settings() {
   bus::dependency_breaker_settings s; // the defaults: 5 in a row, 50% of 20 over 10 s
   s.open_wait = 5s;
   return s;
+}
+
+using answer_atom = caf::atom_constant<caf::atom("answer")>;
+
+// Serves T, keeping each request until the test answers it, oldest first:
+// (answer_atom, "") succeeds, any other text fails the attempt with it.
+template <class T>
+caf::actor spawn_answering_actor(caf::actor_system& sys, std::shared_ptr<int> received) {
+  return sys.spawn([received](caf::event_based_actor* self) -> caf::behavior {
+    auto held = std::make_shared<std::deque<caf::response_promise>>();
+    return {
+      [=](bus::handle_atom, const T&) -> caf::result<void> {
+        ++*received;
+        held->push_back(self->make_response_promise());
+        return caf::delegated<void>{};
+      },
+      [=](answer_atom, const std::string& failure) {
+        if (held->empty())
+          return;
+        auto reply = held->front();
+        held->pop_front();
+        if (failure.empty())
+          reply.deliver(caf::unit);
+        else
+          reply.deliver(caf::make_error(caf::sec::runtime_error, failure));
+      },
+    };
+  });
+}
+
+// A rule's filter: the actor's answer named this failure.
+auto says(std::string text) {
+  return [text](const bus::handler_actor_error& e) {
+    return std::string(e.what()).find(text) != std::string::npos;
+  };
 }
 
 } // namespace
@@ -214,4 +255,111 @@ TEST_CASE("dependency settings out of range are configuration mistakes, named") 
   REQUIRE_FALSE(built);
   CHECK_THAT(built.error().message, Catch::Contains("dependency 'inventory-db': failure_rate"));
   CHECK_THAT(built.error().message, Catch::Contains("dependency 'inventory-db': open_wait"));
+}
+
+TEST_CASE("a message held back for a dependency while its endpoint stops goes back to its queue, "
+          "and the stop ends within the drain timeout") {
+  bus::testing::harness h;
+  auto settings = inventory_settings();
+  SECTION("the failure opens the breaker: the endpoint pauses") { settings.consecutive_failures = 1; }
+  SECTION("the rule only trips and the breaker stays closed") {}
+  int runs = 0;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .dependency("inventory-db", settings)
+    .add_resilience([](bus::policy_builder& p) { p.on<db_error>().trips("inventory-db"); })
+    .endpoint("orders", [&](bus::endpoint_builder& e) {
+      e.slots(1).drain_timeout(10s).handle<order_placed>([&](const order_placed&) {
+        ++runs;
+        // The stop comes while the handler runs (asked from inside it, so
+        // that on the test coordinator it lands exactly then).
+        h.bus().request_stop();
+        throw db_error();
+      });
+    });
+  auto& bus = h.start(b);
+  bus::test::shutdown_anyway guard(h.system(), [&] { return bus.stopped(); });
+  REQUIRE(bus.send("orders", order_placed{"o-1", 1}));
+  h.run();
+  h.advance(10s - 1ms); // within the drain timeout
+  CHECK(bus.stopped());
+  CHECK(runs == 1); // never attempted again during the stop
+  auto s = h.stats("orders");
+  CHECK(s.held_back == 1);
+  CHECK(s.requeued == 1);
+  CHECK(s.handled == 0);
+  CHECK(s.in_flight == 0);
+  CHECK(h.transport().unacked("orders") == 0);
+  CHECK(h.queue("orders").size() == 1);
+}
+
+TEST_CASE("an endpoint gives back only the probes it took, so a breaker shared with another "
+          "endpoint never has two probes out") {
+  bus::testing::harness h;
+  auto one_failure = inventory_settings();
+  one_failure.consecutive_failures = 1;
+  auto orders_calls = std::make_shared<int>(0);
+  auto invoices_calls = std::make_shared<int>(0);
+  auto orders_actor = spawn_answering_actor<order_placed>(h.system(), orders_calls);
+  auto invoices_actor = spawn_answering_actor<invoice_requested>(h.system(), invoices_calls);
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .message<invoice_requested>("invoice_requested")
+    .dependency("cache", one_failure)
+    .dependency("db", one_failure)
+    // Orders needs the cache and the database; invoices the database only.
+    .endpoint("orders", [&](bus::endpoint_builder& e) {
+      e.slots(1)
+        .add_resilience([](bus::policy_builder& p) {
+          p.on<bus::handler_actor_error>(says("cache down")).trips("cache");
+          p.on<bus::handler_actor_error>(says("db down")).trips("db");
+          p.on_any().dead_letter();
+        })
+        .handle_with_actor<order_placed>(orders_actor, 1h);
+    })
+    .endpoint("invoices", [&](bus::endpoint_builder& e) {
+      e.slots(1)
+        .add_resilience([](bus::policy_builder& p) {
+          p.on<bus::handler_actor_error>(says("db down")).trips("db");
+          p.on_any().dead_letter();
+        })
+        .handle_with_actor<invoice_requested>(invoices_actor, 1h);
+    });
+  auto& bus = h.start(b);
+  bus::test::shutdown_anyway guard(h.system(), [&] { return bus.stopped(); });
+  auto answer = [&](const caf::actor& a, std::string failure) {
+    caf::anon_send(a, answer_atom::value, std::move(failure));
+    h.run();
+  };
+
+  REQUIRE(bus.send("orders", order_placed{"o-1", 1}));
+  h.run();
+  answer(orders_actor, "cache down"); // the cache opens: orders pauses
+  h.advance(5s);                      // half-open: o-1 is its probe, for the cache only
+  REQUIRE(*orders_calls == 2);
+  REQUIRE(bus.send("invoices", invoice_requested{"i-1", {}}));
+  h.run();
+  answer(invoices_actor, "db down"); // the database opens: both pause
+  h.advance(5s);                     // half-open: i-1 is the database's probe
+  REQUIRE(*invoices_calls == 2);
+  REQUIRE(h.stats("invoices").probes == 1);
+  REQUIRE(bus.send("orders", order_placed{"o-2", 1}));
+  h.run();
+
+  // Orders' probe fails for a reason of its own; o-2 comes next. The
+  // database's probe is still out, on invoices: o-2 must wait.
+  answer(orders_actor, "card declined");
+  CHECK(h.stats("orders").dead_lettered == 1);
+  CHECK(h.stats("orders").probes == 1);
+  CHECK(*orders_calls == 2);
+
+  answer(invoices_actor, ""); // the database is back: closed
+  CHECK(h.stats("invoices").handled == 1);
+  CHECK(*orders_calls == 3); // now o-2 probes the cache
+  answer(orders_actor, "");
+  CHECK(h.stats("orders").handled == 1);
+  h.stop();
+  CHECK(bus.stopped());
+  caf::anon_send_exit(orders_actor, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(invoices_actor, caf::exit_reason::user_shutdown);
 }

@@ -188,3 +188,42 @@ TEST_CASE("a skipped queue that refuses backs off instead of returning the messa
   CHECK(s.requeued == 0);
   CHECK(s.in_flight == 0);
 }
+
+TEST_CASE("a message bound for an error queue out of reach as its endpoint stops keeps its fate: "
+          "it comes back marked and goes to the error queue without its handler") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_error", 1 << 20);
+  transport->out_of_reach = 1;
+  int runs = 0;
+  auto b = h.builder();
+  b.transport(transport)
+    .message<order_placed>("order_placed")
+    .add_resilience([](bus::policy_builder& p) { p.on_any().dead_letter(); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed&) {
+        ++runs;
+        // The stop comes while the handler runs (asked from inside it, so
+        // that on the test coordinator it lands exactly then).
+        h.bus().request_stop();
+        throw std::runtime_error("card declined for good");
+      });
+    });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  h.run();
+  REQUIRE(bus.stopped());
+  CHECK(transport->refused == 1);
+  CHECK(h.stats("billing").requeued == 0);
+  auto back = h.queue("billing");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0]->headers.find(bus::header::fault_pending).has_value());
+
+  REQUIRE(bus.start());
+  h.run();
+  CHECK(runs == 1); // its fate was decided: the handler does not run again
+  CHECK(h.error_queue("billing").size() == 1);
+  auto s = h.stats("billing");
+  CHECK(s.dead_lettered == 1);
+  CHECK(s.in_flight == 0);
+  CHECK(h.transport().unacked("billing") == 0);
+}

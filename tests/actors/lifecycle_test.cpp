@@ -12,6 +12,7 @@
 #include "support/forwarding_transport.hpp"
 #include "support/handler_gate.hpp"
 #include "support/real_threads_bus.hpp"
+#include "support/shutdown_anyway.hpp"
 
 using namespace bus::test;
 using namespace std::chrono_literals;
@@ -19,15 +20,16 @@ using namespace std::chrono_literals;
 namespace {
 
 // Refuses to consume while `refuse` is set, as a broker that denies access
-// to a queue would.
+// to a queue would: every queue, or only the one named in `only`.
 class consume_refusing_transport final : public forwarding_transport {
 public:
   using forwarding_transport::forwarding_transport;
   bool refuse = true;
+  std::string only;
   std::string_view name() const noexcept override { return "consume-refusing"; }
   bus::result<void> consume(const std::string& q, std::size_t n,
                             bus::delivery_handler h) override {
-    if (refuse)
+    if (refuse && (only.empty() || q == only))
       return bus::error{bus::errc::transport_failure, "access to queue '" + q + "' refused by the broker"};
     return inner_.consume(q, n, std::move(h));
   }
@@ -125,6 +127,129 @@ TEST_CASE_METHOD(caf_fixture,
   bus.request_stop();
   sched.run();
   CHECK(bus.stopped());
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a start retried at once after a refusal runs one endpoint, which a stop ends") {
+  auto refusing = std::make_shared<consume_refusing_transport>(*transport);
+  int handled = 0;
+  auto b = builder();
+  b.transport(refusing).endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.slots(2).handle<order_placed>([&](const order_placed&) { ++handled; });
+  });
+  auto built = b.build();
+  REQUIRE(built);
+  auto& bus = **built;
+  auto running_before = sys.registry().running();
+  shutdown_anyway guard(sys, [&] {
+    sched.run();
+    return sys.registry().running() == running_before;
+  });
+
+  REQUIRE_FALSE(bus.start());
+  refusing->refuse = false;
+  REQUIRE(bus.start()); // before the failed start's actors have even run
+  sched.run();          // they end now, after the retry launched its own
+  CHECK(bus.running());
+  CHECK_FALSE(bus.stopped());
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  CHECK(handled == 1);
+
+  bus.request_stop();
+  sched.run();
+  CHECK(bus.stopped());
+  CHECK(sys.registry().running() == running_before);
+  CHECK(transport->unacked("billing") == 0);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a start that fails on one endpoint handles nothing on the others, and a retry "
+                 "at once handles everything") {
+  auto refusing = std::make_shared<consume_refusing_transport>(*transport);
+  refusing->only = "shipping"; // launched after billing
+  int billed = 0;
+  int shipped = 0;
+  auto b = builder();
+  b.transport(refusing)
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(2).handle<order_placed>([&](const order_placed&) { ++billed; });
+    })
+    .endpoint("shipping", [&](bus::endpoint_builder& e) {
+      e.slots(2).handle<order_placed>([&](const order_placed&) { ++shipped; });
+    });
+  auto built = b.build();
+  REQUIRE(built);
+  auto& bus = **built;
+  auto running_before = sys.registry().running();
+  shutdown_anyway guard(sys, [&] {
+    sched.run();
+    return sys.registry().running() == running_before;
+  });
+  // Waiting before the start: billing's consumer is handed them at once.
+  for (const auto* queue : {"billing", "shipping"}) {
+    REQUIRE(transport->declare_queue(queue));
+    for (int i = 0; i < 3; ++i)
+      REQUIRE(bus.send(queue, order_placed{"o-" + std::to_string(i), 1}));
+  }
+
+  auto started = bus.start();
+  REQUIRE_FALSE(started);
+  CHECK(started.error().message.find("endpoint 'shipping'") != std::string::npos);
+  sched.run();
+  CHECK(billed == 0);
+  CHECK(shipped == 0);
+  CHECK(sys.registry().running() == running_before);
+  CHECK(transport->depth("billing") == 3);
+  CHECK(transport->unacked("billing") == 0);
+  CHECK(stats(bus, "billing").handled == 0);
+
+  refusing->refuse = false;
+  auto retried = bus.start();
+  CHECK(retried);
+  sched.run();
+  CHECK(billed == 3);
+  CHECK(shipped == 3);
+  bus.request_stop();
+  sched.run();
+  CHECK(bus.stopped());
+  CHECK(sys.registry().running() == running_before);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a start that fails on one endpoint can be retried at once, before its actors "
+                 "ran") {
+  auto refusing = std::make_shared<consume_refusing_transport>(*transport);
+  refusing->only = "shipping";
+  int handled = 0;
+  auto b = builder();
+  b.transport(refusing);
+  for (const auto* name : {"billing", "shipping"})
+    b.endpoint(name, [&](bus::endpoint_builder& e) {
+      e.slots(2).handle<order_placed>([&](const order_placed&) { ++handled; });
+    });
+  auto built = b.build();
+  REQUIRE(built);
+  auto& bus = **built;
+  auto running_before = sys.registry().running();
+  shutdown_anyway guard(sys, [&] {
+    sched.run();
+    return sys.registry().running() == running_before;
+  });
+
+  REQUIRE_FALSE(bus.start());
+  refusing->refuse = false;
+  auto retried = bus.start();
+  REQUIRE(retried);
+  sched.run();
+  REQUIRE(bus.send("billing", order_placed{"o-1", 1}));
+  REQUIRE(bus.send("shipping", order_placed{"o-2", 1}));
+  sched.run();
+  CHECK(handled == 2);
+  bus.request_stop();
+  sched.run();
+  CHECK(bus.stopped());
+  CHECK(sys.registry().running() == running_before);
 }
 
 TEST_CASE_METHOD(caf_fixture, "a stopped bus starts again and handles messages") {

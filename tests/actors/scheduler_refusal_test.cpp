@@ -8,6 +8,7 @@
 #include "support/caf_fixture.hpp"
 #include "support/delaying_transport.hpp"
 #include "support/forwarding_transport.hpp"
+#include "support/shutdown_anyway.hpp"
 
 using namespace bus::test;
 using namespace std::chrono_literals;
@@ -196,4 +197,36 @@ TEST_CASE_METHOD(caf_fixture,
   CHECK(s.dead_lettered == 0);
   CHECK(s.in_flight == 0);
   CHECK(transport->depth("billing_error") == 0);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a scheduler that dies during a stop leaves no hand-off waiting: the message "
+                 "goes back to its queue and the stop ends") {
+  auto throwing = std::make_shared<throwing_delays>(*transport);
+  std::unique_ptr<bus::message_bus> bus;
+  auto b = builder();
+  b.transport(throwing)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(1).drain_timeout(10s).handle<order_placed>([&](const order_placed&) {
+        // The stop comes while the handler runs (asked from inside it, so
+        // that on the test coordinator it lands exactly then).
+        bus->request_stop();
+        throw std::runtime_error("payment service down");
+      });
+    });
+  bus = start(b);
+  shutdown_anyway guard(sys, [&] { return bus->stopped(); });
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run(); // the hand-off kills the scheduler
+  CHECK(log_count("the scheduler of endpoint 'billing' died") == 1);
+  sched.advance_time(10s - 1ms); // within the drain timeout
+  sched.run();
+  CHECK(bus->stopped());
+  auto s = stats(*bus, "billing");
+  CHECK(s.requeued == 1);
+  CHECK(s.redeliveries_scheduled == 0);
+  CHECK(s.in_flight == 0);
+  CHECK(transport->depth("billing") == 1);
+  CHECK(transport->unacked("billing") == 0);
 }
