@@ -141,8 +141,11 @@ json store_rows(const run_case_fn& run, const outbox_suite_options& o, const out
       {"consumer_busy_messages", median_at(cleanup_runs, "/consumer_busy/messages")}};
   row["cleanup"]["ratio_p99_busy_to_idle"] =
       ratio(row["cleanup"]["consumer_busy_p99_us"], row["cleanup"]["consumer_idle_p99_us"]);
-  row["runs"] = {
-      {"bus", bus_runs}, {"bus_sharing", sharing_runs}, {"plain", plain_runs}, {"raw", raw_runs}, {"cleanup", cleanup_runs}};
+  row["runs"] = {{"bus", bus_runs},
+                 {"bus_sharing", sharing_runs},
+                 {"plain", plain_runs},
+                 {"raw", raw_runs},
+                 {"cleanup", cleanup_runs}};
   return row;
 }
 
