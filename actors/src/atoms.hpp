@@ -39,6 +39,7 @@ using probe_atom = caf::atom_constant<caf::atom("probe")>;       // endpoint -> 
 using clean_atom = caf::atom_constant<caf::atom("clean")>;       // inbox cleaner -> itself
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;       // outbox sweeper -> itself
 using swept_atom = caf::atom_constant<caf::atom("swept")>;       // transport -> outbox sweeper
+using cancelled_atom = caf::atom_constant<caf::atom("cancelled")>; // canceller -> endpoint
 
 // The category of the errors the scheduler refuses a message with: the
 // code is refusal_code() of the transport's bus::errc, the context its

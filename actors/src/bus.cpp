@@ -105,9 +105,16 @@ struct message_bus::impl {
   span_observer spans;
   std::map<std::string, dependency_breaker_settings> dependencies; // as declared
   std::shared_ptr<const detail::dependency_gates> gates; // one per declared dependency
-  detail::shared_budgets budgets; // retry budgets shared by name (issue 14); under `mutex`
+  detail::shared_budgets budgets; // retry budgets shared by name (issue 14); under `lifecycle`
 
-  mutable std::mutex mutex; // guards endpoints: the facade is called from any thread
+  // Two locks, as the facade is called from any thread. `lifecycle` takes
+  // turns between start, add_endpoint, remove_endpoint and request_stop,
+  // and is held across their broker round trips; only they add or erase
+  // endpoints. `mutex` guards the entries' contents and is only ever held
+  // briefly, so that what reads the bus (metrics, health, stats,
+  // stopped()) never waits for a broker. Always `lifecycle` first.
+  std::mutex lifecycle;
+  mutable std::mutex mutex;
   std::map<std::string, endpoint_entry> endpoints;
   std::atomic<phase> state{phase::created};
   bool deterministic = false; // CAF's test coordinator runs the actors
@@ -121,7 +128,7 @@ struct message_bus::impl {
     std::lock_guard<std::mutex> guard(requests_mutex);
     if (!requests)
       requests = std::make_shared<detail::request_client>(*system, transport, log, reply_queue,
-                                                          own_reply_queue);
+                                                          own_reply_queue, deterministic);
     return requests;
   }
   // Metrics: null when off, so sends and handlers pay one null check.
@@ -486,29 +493,36 @@ message_bus::~message_bus() {
 }
 
 result<void> message_bus::start() {
-  std::lock_guard<std::mutex> guard(impl_->mutex);
-  if (impl_->state == impl::phase::running)
-    return error{errc::invalid_configuration, "the bus is already started"};
-  for (const auto& [name, e] : impl_->endpoints)
-    if (e.active())
-      return error{errc::not_running, "endpoint '" + name
-                                        + "' is still stopping; start again once stop() returned"};
+  std::lock_guard<std::mutex> turn(impl_->lifecycle);
+  std::vector<impl::endpoint_entry*> to_launch;
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    if (impl_->state == impl::phase::running)
+      return error{errc::invalid_configuration, "the bus is already started"};
+    for (auto& [name, e] : impl_->endpoints) {
+      if (e.active())
+        return error{errc::not_running, "endpoint '" + name
+                                          + "' is still stopping; start again once stop() returned"};
+      if (!e.removed)
+        to_launch.push_back(&e);
+    }
+  }
   // All or nothing: if one endpoint cannot start, those launched before it
   // stop again without handling anything, and a later start() can try
-  // them all anew.
+  // them all anew. The broker round trips happen outside `mutex`; the
+  // entries stay, as only this turn's holder could erase them.
   std::vector<std::pair<impl::endpoint_entry*, impl::launched>> started;
-  for (auto& [name, e] : impl_->endpoints) {
-    if (e.removed)
-      continue;
-    auto launched = impl_->launch(e);
+  for (auto* e : to_launch) {
+    auto launched = impl_->launch(*e);
     if (!launched) {
       for (const auto& [done, l] : started)
         impl_->abandon(*done, l);
-      return error{launched.error().code,
-                   "cannot start endpoint '" + name + "': " + launched.error().message};
+      return error{launched.error().code, "cannot start endpoint '" + e->definition.name
+                                              + "': " + launched.error().message};
     }
-    started.emplace_back(&e, std::move(*launched));
+    started.emplace_back(e, std::move(*launched));
   }
+  std::lock_guard<std::mutex> guard(impl_->mutex);
   for (auto& [e, l] : started)
     impl::commit(*e, std::move(l));
   impl_->state = impl::phase::running;
@@ -516,6 +530,7 @@ result<void> message_bus::start() {
 }
 
 void message_bus::request_stop() {
+  std::lock_guard<std::mutex> turn(impl_->lifecycle);
   std::lock_guard<std::mutex> guard(impl_->mutex);
   if (impl_->state == impl::phase::running)
     impl_->state = impl::phase::stopped;
@@ -559,26 +574,33 @@ result<void> message_bus::add_endpoint(endpoint_builder endpoint) {
     mistakes.push_back(std::move(m));
   for (auto& m : detail::resolve_dependencies(def, impl_->dependencies))
     mistakes.push_back(std::move(m));
-  std::lock_guard<std::mutex> guard(impl_->mutex);
-  if (auto it = impl_->endpoints.find(def.name);
-      it != impl_->endpoints.end() && !(it->second.actor && !it->second.active()))
-    mistakes.push_back("endpoint '" + def.name + "' exists already");
-  if (!mistakes.empty())
-    return error{errc::invalid_configuration, join_lines(mistakes)};
-  auto name = def.name;
-  auto& e = impl_->endpoints[name] = impl::endpoint_entry{};
-  e.definition = std::move(def);
-  impl_->equip(e);
+  std::lock_guard<std::mutex> turn(impl_->lifecycle);
+  impl::endpoint_entry* added = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    if (auto it = impl_->endpoints.find(def.name);
+        it != impl_->endpoints.end() && !(it->second.actor && !it->second.active()))
+      mistakes.push_back("endpoint '" + def.name + "' exists already");
+    if (!mistakes.empty())
+      return error{errc::invalid_configuration, join_lines(mistakes)};
+    auto name = def.name;
+    added = &(impl_->endpoints[name] = impl::endpoint_entry{});
+    added->definition = std::move(def);
+    impl_->equip(*added);
+  }
   if (impl_->state != impl::phase::running)
     return {};
-  auto launched = impl_->launch(e);
+  // The broker round trips happen outside `mutex`, as in start().
+  auto launched = impl_->launch(*added);
   if (!launched)
     return launched.error();
-  impl::commit(e, std::move(*launched));
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  impl::commit(*added, std::move(*launched));
   return {};
 }
 
 result<void> message_bus::remove_endpoint(const std::string& name) {
+  std::lock_guard<std::mutex> turn(impl_->lifecycle);
   std::lock_guard<std::mutex> guard(impl_->mutex);
   auto it = impl_->endpoints.find(name);
   if (it == impl_->endpoints.end())
@@ -753,13 +775,8 @@ result<std::string> message_bus::dispatch_later(const std::string& queue,
 void message_bus::dispatch_request(const std::string& queue, result<message_body> body,
                                    send_options options, duration timeout,
                                    std::function<void(result<envelope_ptr>)> done) {
-  auto shared_client = impl_->request_client();
-  auto& client = *shared_client;
-  if (auto ready = client.ready(); !ready) {
-    done(ready.error());
-    return;
-  }
-  options.response_address = client.address();
+  auto client = impl_->request_client();
+  options.response_address = client->address();
   auto env = stamp(queue, std::move(body), std::move(options));
   if (!env) {
     done(env.error());
@@ -767,15 +784,25 @@ void message_bus::dispatch_request(const std::string& queue, result<message_body
   }
   if (env->correlation_id.empty())
     env->correlation_id = env->message_id;
-  auto correlation_id = env->correlation_id;
-  // The wait is registered before the request goes out, so its reply
-  // cannot come first.
-  client.expect(correlation_id, timeout, std::move(done));
-  impl_->transport->async_send(queue, std::move(*env),
-                               [shared_client, correlation_id](result<void> sent) {
-                                 if (!sent)
-                                   shared_client->abandon(correlation_id, sent.error());
-                               });
+  // The first request waits for the reply queue off the caller's thread;
+  // what follows needs nothing of this bus but its transport, which may be
+  // gone by then.
+  client->when_ready([client, transport = impl_->transport, queue, timeout,
+                      env = std::move(*env),
+                      done = std::move(done)](result<void> ready) mutable {
+    if (!ready) {
+      done(ready.error());
+      return;
+    }
+    auto correlation_id = env.correlation_id;
+    // The wait is registered before the request goes out, so its reply
+    // cannot come first.
+    client->expect(correlation_id, timeout, std::move(done));
+    transport->async_send(queue, std::move(env), [client, correlation_id](result<void> sent) {
+      if (!sent)
+        client->abandon(correlation_id, sent.error());
+    });
+  });
 }
 
 std::string message_bus::describe_failure(const std::string& message_id,

@@ -58,6 +58,18 @@ void dispatch(endpoint* self) {
   }
 }
 
+// A delivery that nothing will run here any more, during a stop, goes
+// back to its queue; while the consumption is still being cancelled, only
+// once that is done (consumption_cancelled), or the transport could hand
+// it straight back to this endpoint.
+void give_back(endpoint* self, const delivery& d) {
+  auto& st = self->state;
+  if (st.cancelling)
+    st.waiting.push_back(d);
+  else
+    settle(*st.rt, d, outcome::requeue);
+}
+
 // A delivery held back for a dependency as the endpoint stops: nothing
 // will run it here any more, so it goes back to its queue untouched.
 void give_back_held(endpoint* self, const delivery& d) {
@@ -65,14 +77,15 @@ void give_back_held(endpoint* self, const delivery& d) {
   rt.log().endpoint->info("message {} was held back for a dependency while endpoint '{}' stops; "
                           "returning it to '{}'",
                           d.message->message_id, rt.name(), d.queue);
-  settle(rt, d, outcome::requeue);
+  give_back(self, d);
 }
 
 // Stopping ends only once every delivery sent to this actor before the
-// transport's cancel returned has been seen: the check goes through the
-// mailbox, behind them.
+// transport's cancel returned has been seen: the check waits for the
+// cancel, and goes through the mailbox, behind them.
 void check_drained(endpoint* self) {
-  if (self->state.stopping && self->state.busy.empty() && self->state.waiting.empty())
+  const auto& st = self->state;
+  if (st.stopping && !st.cancelling && st.busy.empty() && st.waiting.empty())
     self->send(self, drained_atom::value);
 }
 
@@ -128,19 +141,55 @@ void finish(endpoint* self) {
     self->send_exit(consumer, caf::exit_reason::user_shutdown);
 }
 
-void begin_stop(endpoint* self) {
+// The consumption is cancelled: no delivery comes after the ones already
+// in the mailbox. Those that never reached a consumer go back now, not
+// while the transport could still hand them to this endpoint again; for
+// the same reason the drain timeout, which gives back what handlers still
+// hold, only starts now.
+void consumption_cancelled(endpoint* self) {
   auto& st = self->state;
-  if (st.stopping)
-    return;
-  st.stopping = true;
-  if (st.started) // a failed start cancelled it before its retry could consume
-    st.rt->transport().cancel(st.rt->name());
-  // Deliveries that never reached a consumer go back at once.
+  st.cancelling = false;
   for (auto& d : st.waiting)
     settle(*st.rt, d, outcome::requeue);
   st.waiting.clear();
   self->delayed_send(self, st.rt->definition().drain_timeout, overdue_atom::value);
   check_drained(self);
+}
+
+// A transport's cancel may wait for its broker (RabbitMQ's basic.cancel,
+// up to the operation timeout): on a thread of its own, never on a CAF
+// worker that every other actor needs. Its answer comes after every
+// delivery the transport handed over before the cancel returned.
+caf::behavior canceller_actor(caf::event_based_actor* self, endpoint_runtime_ptr rt,
+                              caf::actor endpoint) {
+  try {
+    rt->transport().cancel(rt->name());
+  } catch (const std::exception& e) {
+    // Against the transport's contract; the stop goes on all the same.
+    rt->log().endpoint->error("cancelling the consumption of '{}' failed: {}", rt->name(),
+                              e.what());
+  }
+  self->send(endpoint, cancelled_atom::value);
+  return {}; // done: the actor ends here
+}
+
+void begin_stop(endpoint* self) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  st.stopping = true;
+  // Before the bus's go, a failed start cancelled the consumption itself.
+  if (!st.started) {
+    consumption_cancelled(self);
+    return;
+  }
+  if (st.rt->config().deterministic) { // the test coordinator runs no threads
+    st.rt->transport().cancel(st.rt->name());
+    consumption_cancelled(self);
+    return;
+  }
+  st.cancelling = true;
+  self->spawn<caf::detached>(canceller_actor, st.rt, caf::actor_cast<caf::actor>(self));
 }
 
 // The scheduler and the breaker are monitored: should one die, a new one
@@ -150,9 +199,14 @@ void spawn_scheduler(endpoint* self) {
   st.scheduler = self->spawn<caf::monitored>(scheduler_actor, st.rt);
 }
 
+// The breaker calls the user's callbacks, which may take their time: on a
+// thread of its own, never on a CAF worker that every other actor needs.
 void spawn_breaker(endpoint* self) {
   auto& st = self->state;
-  st.breaker = self->spawn<caf::monitored>(circuit_breaker_actor, st.rt);
+  if (st.rt->config().deterministic) // the test coordinator runs no threads
+    st.breaker = self->spawn<caf::monitored>(circuit_breaker_actor, st.rt);
+  else
+    st.breaker = self->spawn<caf::monitored + caf::detached>(circuit_breaker_actor, st.rt);
 }
 
 // One attempt's outcome, in the order the attempts happened: a transition
@@ -260,7 +314,7 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
                                    why, work.item.message->message_id, st.rt->name(),
                                    work.item.queue);
       st.rt->counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-      settle(*st.rt, work.item, outcome::requeue);
+      give_back(self, work.item);
       check_drained(self);
       return;
     }
@@ -288,7 +342,7 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       c.in_flight.fetch_add(1, std::memory_order_relaxed);
       st.rt->emit(event_kind::received, *d.message);
       if (st.stopping) {
-        settle(*st.rt, d, outcome::requeue);
+        give_back(self, d);
         return;
       }
       st.waiting.push_back(std::move(d));
@@ -342,6 +396,7 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
         it->second.attempt = attempt;
     },
     [=](stop_atom) { begin_stop(self); },
+    [=](cancelled_atom) { consumption_cancelled(self); },
     // Every endpoint of the start consumes: what waits goes to consumers.
     [=](go_atom) {
       self->state.started = true;

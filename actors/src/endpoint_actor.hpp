@@ -48,6 +48,9 @@ struct endpoint_state {
   // (and has cancelled the consumption itself).
   bool started = false;
   bool stopping = false;
+  // The stop's cancel of the consumption is under way on a thread of its
+  // own: deliveries may still arrive, so the stop cannot end yet.
+  bool cancelling = false;
   bool finishing = false;       // nothing in flight: waiting for consumers, then helpers
   int helpers_stopping = 0;     // stop requests not yet confirmed
   // Dependency breakers (see dependency_pause.cpp): the state last seen of

@@ -93,25 +93,59 @@ caf::behavior client(client_actor* self, transport_ptr transport, loggers log, s
 } // namespace
 
 request_client::request_client(caf::actor_system& system, transport_ptr transport, loggers log,
-                               std::string reply_queue, bool temporary)
+                               std::string reply_queue, bool temporary, bool prepare_inline)
     : system_(&system), transport_(std::move(transport)), log_(std::move(log)),
-      reply_queue_(std::move(reply_queue)), temporary_(temporary) {
+      reply_queue_(std::move(reply_queue)), temporary_(temporary),
+      prepare_inline_(prepare_inline) {
   actor_ = system_->spawn(detail::client, transport_, log_, reply_queue_);
 }
 
 request_client::~request_client() {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (consuming_)
+    if (stage_ == stage::consuming)
       transport_->cancel(reply_queue_);
   }
   caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
 }
 
-result<void> request_client::ready() {
-  std::lock_guard<std::mutex> guard(mutex_);
-  if (consuming_)
-    return {};
+void request_client::when_ready(std::function<void(result<void>)> then) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stage_ == stage::consuming) {
+      lock.unlock();
+      then({});
+      return;
+    }
+    waiting_.push_back(std::move(then));
+    if (stage_ == stage::preparing)
+      return;
+    stage_ = stage::preparing;
+  }
+  if (prepare_inline_) {
+    prepare();
+    return;
+  }
+  // The actor keeps this client alive until the preparation is over.
+  system_->spawn<caf::detached>([client = shared_from_this()](caf::event_based_actor*) {
+    client->prepare();
+    return caf::behavior{}; // done: the actor ends here
+  });
+}
+
+void request_client::prepare() {
+  auto prepared = declare_and_consume();
+  std::vector<std::function<void(result<void>)>> callers;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stage_ = prepared ? stage::consuming : stage::idle;
+    callers.swap(waiting_);
+  }
+  for (auto& then : callers)
+    then(prepared);
+}
+
+result<void> request_client::declare_and_consume() {
   queue_options options;
   options.temporary = temporary_;
   if (auto declared = transport_->declare_queue_with(reply_queue_, options); !declared)
@@ -122,7 +156,6 @@ result<void> request_client::ready() {
   if (!consumed)
     return error{consumed.error().code, "cannot consume the reply queue '" + reply_queue_
                                             + "': " + consumed.error().message};
-  consuming_ = true;
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -31,18 +32,23 @@ namespace bus::detail {
 // why there is none. Called exactly once, on the client's actor thread.
 using reply_callback = std::function<void(result<envelope_ptr>)>;
 
-class request_client {
+class request_client : public std::enable_shared_from_this<request_client> {
 public:
+  // `prepare_inline`: declare the reply queue on the caller's thread (the
+  // test coordinator runs no threads of its own).
   request_client(caf::actor_system& system, transport_ptr transport, loggers log,
-                 std::string reply_queue, bool temporary);
+                 std::string reply_queue, bool temporary, bool prepare_inline);
   ~request_client(); // stops consuming; waiting requests get errc::not_running
   request_client(const request_client&) = delete;
   request_client& operator=(const request_client&) = delete;
 
-  // Declares the reply queue and starts consuming it, on the first call;
-  // later calls return what the first returned, or try again after a
-  // failure. Thread-safe. Not from inside a transport's callback.
-  result<void> ready();
+  // Calls `then` once the reply queue is declared and consumed, with the
+  // error if that failed: inline when it is. The first call starts the
+  // broker round trips on a thread of their own (a detached actor), never
+  // the caller's, which may be a CAF worker; calls in the meantime wait
+  // with it, and `then` runs on that thread. After a failure the next call
+  // tries again. Thread-safe. Not from inside a transport's callback.
+  void when_ready(std::function<void(result<void>)> then);
   [[nodiscard]] const std::string& address() const noexcept { return reply_queue_; }
 
   // Waits up to `timeout` for the reply correlated by `correlation_id`.
@@ -53,13 +59,20 @@ public:
   void abandon(std::string correlation_id, error why);
 
 private:
+  enum class stage { idle, preparing, consuming };
+
+  result<void> declare_and_consume();
+  void prepare(); // declares and consumes, then calls back who waited
+
   caf::actor_system* system_;
   transport_ptr transport_;
   loggers log_;
   std::string reply_queue_;
   bool temporary_;
-  std::mutex mutex_; // guards consuming_
-  bool consuming_ = false;
+  bool prepare_inline_;
+  std::mutex mutex_; // guards stage_ and waiting_
+  stage stage_ = stage::idle;
+  std::vector<std::function<void(result<void>)>> waiting_; // for the preparation
   caf::actor actor_;
 };
 

@@ -69,7 +69,8 @@ bus_rabbitmq_test_binary(bus_on_rabbitmq_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/bus_on_rabbitmq_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/trace_on_rabbitmq_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/dependency_pause_test.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/user_api_rabbitmq_test.cpp)
+          ${CMAKE_CURRENT_LIST_DIR}/user_api_rabbitmq_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/free_workers_test.cpp)
 target_link_libraries(bus_on_rabbitmq_tests PRIVATE bus::runtime)
 target_precompile_headers(bus_on_rabbitmq_tests PRIVATE <caf/all.hpp>)
 
