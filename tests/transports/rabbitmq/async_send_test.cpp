@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -211,6 +213,31 @@ TEST_CASE("destroying the transport with sends in flight completes each of them 
   CHECK(done.total() == 500);
   CHECK(done.failed_with(bus::errc::transport_failure) == 500);
   CHECK(done.each_exactly_once());
+}
+
+// A completion that holds the transport's owner (a request's client holds
+// the transport) can hold its last reference: the transport then goes on
+// its own publishing thread, once the confirm came. It used to join that
+// very thread there, and std::terminate ended the process (issue 22,
+// point 6); ctest runs this case in a process of its own.
+TEST_CASE("a transport whose last reference its own completion holds closes once the confirm "
+          "comes, and the process goes on",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port());
+  auto t = bus::test::connect_transport(through(relay));
+  std::weak_ptr<bus::rabbitmq_transport> left = t;
+  auto q = bus::test::unique_name("async_owner");
+  REQUIRE(t->declare_queue(q));
+  std::atomic<bool> confirmed{false};
+  relay.pause();
+  t->async_send(q, message("m-1"), [&confirmed, owner = t](bus::result<void> sent) {
+    confirmed = static_cast<bool>(sent);
+  });
+  t.reset();
+  REQUIRE_FALSE(left.expired()); // the completion holds the transport, and the relay its confirm
+  relay.resume();
+  CHECK(bus::test::eventually([&] { return left.expired(); }, 20s));
+  CHECK(confirmed);
 }
 
 // A nack says the broker did not take the message, for now: a queue at its

@@ -95,6 +95,8 @@ public:
   // Whether its connection is up right now (false before the first one and
   // from a loss until the reconnect). Any thread.
   [[nodiscard]] bool connected() const noexcept { return loop_.connected(); }
+  // Whether the caller is this publisher's I/O thread (a completion).
+  [[nodiscard]] bool on_io_thread() const noexcept { return loop_.on_loop_thread(); }
 
 private:
   using clock = std::chrono::steady_clock;

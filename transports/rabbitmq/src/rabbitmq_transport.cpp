@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <future>
+#include <thread>
 
 #include "consumer.hpp"
 #include "delay_levels.hpp"
@@ -80,7 +81,15 @@ rabbitmq_transport::connect(rabbitmq_settings settings) {
 
 rabbitmq_transport::rabbitmq_transport(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
 
-rabbitmq_transport::~rabbitmq_transport() = default;
+rabbitmq_transport::~rabbitmq_transport() {
+  // The last reference went inside one of this transport's own callbacks
+  // (a completion holding a request's client, which holds the transport):
+  // closing here would have that I/O thread join itself. A thread of its
+  // own closes instead, once the callback on the stack returned; the state
+  // lives until then.
+  if (impl_ && (impl_->publishing.on_io_thread() || impl_->consuming.on_io_thread()))
+    std::thread([state = std::move(impl_)]() mutable { state.reset(); }).detach();
+}
 
 transport_capabilities rabbitmq_transport::capabilities() const noexcept {
   transport_capabilities c;

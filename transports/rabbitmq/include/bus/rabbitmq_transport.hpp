@@ -39,8 +39,10 @@ public:
 
   // Closes both connections: RabbitMQ requeues every delivery not settled,
   // calls still waiting fail, and every asynchronous send not completed yet
-  // completes with errc::transport_failure before this returns. Must not
-  // run inside a delivery handler or a completion.
+  // completes with errc::transport_failure before this returns. When the
+  // last reference goes inside a completion or a delivery handler (one
+  // that held the transport's owner), that happens on a thread of its own
+  // once the callback returned, and this returns at once.
   ~rabbitmq_transport() override;
 
   [[nodiscard]] std::string_view name() const noexcept override { return "rabbitmq"; }
