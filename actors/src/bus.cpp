@@ -795,13 +795,20 @@ void message_bus::dispatch_request(const std::string& queue, result<message_body
       return;
     }
     auto correlation_id = env.correlation_id;
-    // The wait is registered before the request goes out, so its reply
-    // cannot come first.
-    client->expect(correlation_id, timeout, std::move(done));
-    transport->async_send(queue, std::move(env), [client, correlation_id](result<void> sent) {
-      if (!sent)
-        client->abandon(correlation_id, sent.error());
-    });
+    // Sent by the client once the wait is registered: its reply cannot
+    // come first, and a request it refuses never goes out. The completion
+    // holds no owner (a client gone answered its waits already), so that
+    // no last reference is dropped on the transport's thread.
+    std::weak_ptr<detail::request_client> waiting_client = client;
+    detail::request_sender sender{[waiting_client, transport, queue, correlation_id,
+                                   env = std::make_shared<envelope>(std::move(env))] {
+      transport->async_send(queue, std::move(*env),
+                            [waiting_client, correlation_id](result<void> sent) {
+                              if (auto c = waiting_client.lock(); c && !sent)
+                                c->abandon(correlation_id, sent.error());
+                            });
+    }};
+    client->expect(correlation_id, timeout, std::move(done), std::move(sender));
   });
 }
 

@@ -53,7 +53,8 @@ caf::behavior client(client_actor* self, transport_ptr transport, loggers log, s
     self->quit(m.reason);
   });
   return {
-      [=](expect_atom, std::string& correlation_id, duration timeout, reply_callback& done) {
+      [=](expect_atom, std::string& correlation_id, duration timeout, reply_callback& done,
+          request_sender& sender) {
         auto& st = self->state;
         if (st.waits.count(correlation_id) != 0) {
           done(error{errc::duplicate, "a request with correlation id " + correlation_id
@@ -63,6 +64,7 @@ caf::behavior client(client_actor* self, transport_ptr transport, loggers log, s
         auto id = st.next_id++;
         st.waits.emplace(correlation_id, waiting{std::move(done), id});
         self->delayed_send(self, timeout, expire_atom::value, correlation_id, id, timeout);
+        sender.send(); // the transport's asynchronous send: never waits
       },
       [=](abandon_atom, const std::string& correlation_id, error& why) {
         answer(self, correlation_id, std::move(why));
@@ -159,8 +161,10 @@ result<void> request_client::declare_and_consume() {
   return {};
 }
 
-void request_client::expect(std::string correlation_id, duration timeout, reply_callback done) {
-  caf::anon_send(actor_, expect_atom::value, std::move(correlation_id), timeout, std::move(done));
+void request_client::expect(std::string correlation_id, duration timeout, reply_callback done,
+                            request_sender sender) {
+  caf::anon_send(actor_, expect_atom::value, std::move(correlation_id), timeout, std::move(done),
+                 std::move(sender));
 }
 
 void request_client::abandon(std::string correlation_id, error why) {

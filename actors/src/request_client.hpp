@@ -32,6 +32,12 @@ namespace bus::detail {
 // why there is none. Called exactly once, on the client's actor thread.
 using reply_callback = std::function<void(result<envelope_ptr>)>;
 
+// Sends a request's message; called once its wait is registered, on the
+// client's actor thread, and never for a request that is refused.
+struct request_sender {
+  std::function<void()> send;
+};
+
 class request_client : public std::enable_shared_from_this<request_client> {
 public:
   // `prepare_inline`: declare the reply queue on the caller's thread (the
@@ -51,10 +57,12 @@ public:
   void when_ready(std::function<void(result<void>)> then);
   [[nodiscard]] const std::string& address() const noexcept { return reply_queue_; }
 
-  // Waits up to `timeout` for the reply correlated by `correlation_id`.
-  // errc::duplicate at once if another request waits for that id. Call it
-  // before the request goes out. Thread-safe.
-  void expect(std::string correlation_id, duration timeout, reply_callback done);
+  // Waits up to `timeout` for the reply correlated by `correlation_id`,
+  // and once that wait is registered (so that no reply can come first)
+  // sends the request with `sender`. errc::duplicate, and nothing sent, if
+  // another request waits for that id. Thread-safe.
+  void expect(std::string correlation_id, duration timeout, reply_callback done,
+              request_sender sender);
   // The request could not be sent: its wait ends with `why`. Thread-safe.
   void abandon(std::string correlation_id, error why);
 
@@ -80,4 +88,5 @@ private:
 
 // In process only, never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::detail::reply_callback)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::detail::request_sender)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bus::error)

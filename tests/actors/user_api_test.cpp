@@ -267,6 +267,37 @@ TEST_CASE("a request with no reply in time times out, and the late reply is logg
   CHECK(*next.value);
 }
 
+TEST_CASE("a request whose correlation id another request already waits with is refused, and "
+          "never sent") {
+  bus::testing::harness h;
+  int asked = 0;
+  auto b = h.builder();
+  b.name("shop")
+      .message<order_placed>("order_placed")
+      .message<invoice_requested>("invoice_requested")
+      .endpoint("pricing", [&asked](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&asked](const order_placed& m, bus::handler_context& ctx) {
+          ++asked;
+          (void)ctx.reply(invoice_requested{m.order_id, {}});
+        });
+      });
+  auto& bus = h.start(b);
+  bus::send_options same;
+  same.correlation_id = "c-1";
+  captured<invoice_requested> first;
+  captured<invoice_requested> second;
+  bus.request_async<invoice_requested>("pricing", order_placed{"o-1", 1}, 5s, first.sink(), same);
+  bus.request_async<invoice_requested>("pricing", order_placed{"o-2", 1}, 5s, second.sink(), same);
+  h.run();
+  REQUIRE(second.value);
+  REQUIRE_FALSE(*second.value);
+  CHECK(second.value->error().code == bus::errc::duplicate);
+  REQUIRE(first.value);
+  REQUIRE(*first.value);
+  CHECK((*first.value)->order_id == "o-1");
+  CHECK(asked == 1); // the refused request never reached the handler
+}
+
 TEST_CASE("the blocking request returns its reply on the test coordinator") {
   bus::testing::harness h;
   auto& bus = start_pricing(h);
