@@ -2,7 +2,10 @@
 // bus's counters and instruments (see exporter.hpp and docs/metrics.md).
 #include "exporter.hpp"
 
+#include <functional>
 #include <map>
+#include <set>
+#include <utility>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -190,9 +193,25 @@ struct exporter::endpoint_series {
     histogram_link handled, failed, send_to_start;
   };
 
+  // Adds a series to `family`, remembering how to take it out again.
+  template <class Metric, class... Args>
+  Metric* add(Family<Metric>& family, const prometheus::Labels& labels, Args&&... args) {
+    auto* metric = &family.Add(labels, std::forward<Args>(args)...);
+    removals.emplace_back([&family, metric] { family.Remove(metric); });
+    return metric;
+  }
+
+  // Takes every series of the endpoint out of the registry: it was removed
+  // from the bus, and a scrape must not show it for ever.
+  void remove() {
+    for (auto& take_out : removals)
+      take_out();
+    removals.clear();
+  }
+
   endpoint_series(families& f, const endpoint_view& e) : status(e.status) {
     prometheus::Labels l{{endpoint_label, e.name}};
-    auto link = [&](Family<Counter>& family) { return counter_link{&family.Add(l)}; };
+    auto link = [&](Family<Counter>& family) { return counter_link{add(family, l)}; };
     received = link(f.received);
     handled = link(f.handled);
     failed = link(f.failed);
@@ -210,23 +229,23 @@ struct exporter::endpoint_series {
     inbox_cleanups = link(f.inbox_cleanups);
     inbox_cleaned = link(f.inbox_cleaned);
     probes = link(f.probes);
-    to_limited = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "limited"}})};
-    to_full = counter_link{&f.rate_limit_transitions.Add({{endpoint_label, e.name}, {"to", "full"}})};
-    in_flight = &f.in_flight.Add(l);
-    busy_slots = &f.busy_slots.Add(l);
-    slots = &f.slots.Add(l);
-    pending = &f.pending.Add(l);
-    rate_limited = &f.rate_limited.Add(l);
-    consuming = &f.consuming.Add(l);
-    dependency_paused = &f.dependency_paused.Add(l);
+    to_limited = counter_link{add(f.rate_limit_transitions, {{endpoint_label, e.name}, {"to", "limited"}})};
+    to_full = counter_link{add(f.rate_limit_transitions, {{endpoint_label, e.name}, {"to", "full"}})};
+    in_flight = add(f.in_flight, l);
+    busy_slots = add(f.busy_slots, l);
+    slots = add(f.slots, l);
+    pending = add(f.pending, l);
+    rate_limited = add(f.rate_limited, l);
+    consuming = add(f.consuming, l);
+    dependency_paused = add(f.dependency_paused, l);
     if (e.outbox) {
-      outbox_pending = &f.outbox_pending.Add(l);
-      outbox_pending_sends = &f.outbox_pending_sends.Add(l);
+      outbox_pending = add(f.outbox_pending, l);
+      outbox_pending_sends = add(f.outbox_pending_sends, l);
     }
     if (auto inst = status->instruments) {
       instruments = inst;
       if (e.outbox)
-        outbox_dispatch = histogram_link{&f.outbox_dispatch.Add(l, bounds())};
+        outbox_dispatch = histogram_link{add(f.outbox_dispatch, l, bounds())};
       for (const auto& h : inst->handlers()) {
         auto typed = [&](const char* outcome) {
           prometheus::Labels t{{endpoint_label, e.name}, {type_label, h->message_type}};
@@ -235,9 +254,9 @@ struct exporter::endpoint_series {
           return t;
         };
         handlers.push_back(per_handler{
-          h.get(), histogram_link{&f.process.Add(typed("handled"), bounds())},
-          histogram_link{&f.process.Add(typed("failed"), bounds())},
-          histogram_link{&f.send_to_start.Add(typed(nullptr), bounds())}});
+          h.get(), histogram_link{add(f.process, typed("handled"), bounds())},
+          histogram_link{add(f.process, typed("failed"), bounds())},
+          histogram_link{add(f.send_to_start, typed(nullptr), bounds())}});
       }
     }
   }
@@ -287,6 +306,7 @@ struct exporter::endpoint_series {
     }
   }
 
+  std::vector<std::function<void()>> removals; // one per series, see add()
   std::shared_ptr<const endpoint_status> status; // keeps the key of endpoints_ alive
   std::shared_ptr<const endpoint_instruments> instruments;
   counter_link received, handled, failed, immediate_retries, redeliveries, dead_lettered,
@@ -338,11 +358,23 @@ exporter::~exporter() = default;
 bus_view exporter::sync() {
   auto view = view_();
   std::lock_guard<std::mutex> guard(mutex_);
+  std::set<const endpoint_status*> present;
   for (const auto& e : view.endpoints) {
     auto& series = endpoints_[e.status.get()];
     if (!series)
       series = std::make_unique<endpoint_series>(*families_, e);
     series->push(e);
+    present.insert(e.status.get());
+  }
+  // An endpoint no longer in the view was removed from the bus: its series
+  // go (one added again under its name starts new ones from zero).
+  for (auto it = endpoints_.begin(); it != endpoints_.end();) {
+    if (present.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    it->second->remove();
+    it = endpoints_.erase(it);
   }
   if (!transport_)
     transport_ = std::make_unique<transport_series>(*families_, view.transport_name);

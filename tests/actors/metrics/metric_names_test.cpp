@@ -120,3 +120,38 @@ TEST_CASE("the bus registers its families, named after OpenTelemetry or with bus
         == static_cast<double>(bus->stats("billing")->received));
   bus->stop();
 }
+
+namespace {
+
+// How many series of the registry carry the label endpoint="`name`".
+int series_of_endpoint(prometheus::Registry& r, const std::string& name) {
+  int n = 0;
+  for (const auto& family : r.Collect())
+    for (const auto& metric : family.metric)
+      for (const auto& l : metric.label)
+        if (l.name == "messaging_destination_name" && l.value == name)
+          ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("a removed endpoint's series leave the registry, and the others stay", "[metrics]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  bus::test::real_threads_bus rig;
+  auto b = rig.builder();
+  b.metrics_registry(registry, 20ms);
+  for (const char* name : {"billing", "audit"})
+    b.endpoint(name, [](bus::endpoint_builder& e) {
+      e.handle<bus::test::order_placed>([](const bus::test::order_placed&) {});
+    });
+  auto bus = rig.build(b);
+  REQUIRE(bus->start());
+  REQUIRE(bus::test::eventually([&] { return series_of_endpoint(*registry, "audit") > 0; }, 10s));
+  auto billing = series_of_endpoint(*registry, "billing");
+
+  REQUIRE(bus->remove_endpoint("audit"));
+  CHECK(bus::test::eventually([&] { return series_of_endpoint(*registry, "audit") == 0; }, 10s));
+  CHECK(series_of_endpoint(*registry, "billing") == billing);
+  bus->stop();
+}
