@@ -111,10 +111,30 @@ void stop_helper(endpoint* self, const caf::actor& helper) {
           [=](caf::error&) { quit_when_helpers_stopped(self); });
 }
 
+void spawn_scheduler(endpoint* self);
+
+// The scheduler returns what it still holds to the input queue first. One
+// that died before it could leaves its memory to a new one, which returns
+// it (once: a scheduler that dies again is a bug that would loop).
+void stop_scheduler(endpoint* self, bool replaced) {
+  ++self->state.helpers_stopping;
+  self->request(self->state.scheduler, caf::infinite, stop_atom::value)
+    .then([=](ok_atom) { quit_when_helpers_stopped(self); },
+          [=](caf::error&) {
+            auto& st = self->state;
+            if (!replaced && st.redeliveries->holds_any()) {
+              --st.helpers_stopping;
+              spawn_scheduler(self);
+              stop_scheduler(self, true);
+              return;
+            }
+            quit_when_helpers_stopped(self);
+          });
+}
+
 void stop_helpers(endpoint* self) {
   auto& st = self->state;
-  // The scheduler returns what it still holds to the input queue first.
-  stop_helper(self, st.scheduler);
+  stop_scheduler(self, false);
   if (st.breaker)
     stop_helper(self, st.breaker);
   if (st.cleaner)
@@ -196,7 +216,7 @@ void begin_stop(endpoint* self) {
 // takes over and every consumer learns of it.
 void spawn_scheduler(endpoint* self) {
   auto& st = self->state;
-  st.scheduler = self->spawn<caf::monitored>(scheduler_actor, st.rt);
+  st.scheduler = self->spawn<caf::monitored>(scheduler_actor, st.rt, st.redeliveries);
 }
 
 // The breaker calls the user's callbacks, which may take their time: on a
@@ -230,8 +250,7 @@ void record_attempt(endpoint* self, bool succeeded) {
 
 // A helper died before the end of a stop began (a bug, or a transport
 // that broke its promise not to throw). What a scheduler held in memory
-// is gone with it; on a broker the delay levels hold redeliveries, not
-// the scheduler.
+// is the endpoint's: the new one takes it over.
 void replace_helper(endpoint* self, const caf::down_msg& dm, bool scheduler) {
   auto& st = self->state;
   const auto* which = scheduler ? "scheduler" : "circuit breaker";

@@ -17,6 +17,7 @@
 #include "bus/rate_limiter.hpp"
 #include "delivery_claim.hpp"
 #include "endpoint_runtime.hpp"
+#include "redelivery_memory.hpp"
 
 namespace bus::detail {
 
@@ -35,6 +36,9 @@ struct endpoint_state {
   std::unordered_map<caf::actor_addr, caf::actor> consumers;
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
   caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
+  // What the scheduler holds in memory: the endpoint's, so that a new
+  // scheduler takes it over from one that died.
+  std::shared_ptr<redelivery_memory> redeliveries = std::make_shared<redelivery_memory>();
   caf::actor breaker;           // the circuit breaker; null when rate limiting is off
   caf::actor cleaner;           // the outbox's inbox cleaner; null without an outbox
   caf::actor sweeper;           // the outbox's sweeper; null without an outbox

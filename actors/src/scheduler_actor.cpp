@@ -3,6 +3,9 @@
 #include <caf/all.hpp>
 
 #include "atoms.hpp"
+#include "bus/header_names.hpp"
+#include "dead_letter_file.hpp"
+#include "delivery_steps.hpp"
 
 namespace bus::detail {
 
@@ -19,23 +22,75 @@ completion reply_to(scheduler* self, Atom atom, Key key) {
   };
 }
 
+// Waits until `due`, counted as pending.
+void keep(scheduler* self, caf::actor_clock::time_point due, pending_redelivery msg) {
+  self->state.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
+  self->state.memory->waiting.push(due, std::move(msg));
+}
+
 // Puts a message back on the endpoint's input queue. It no longer counts
-// as pending from the moment it is handed over; its completion comes back
-// as returned_atom, and a refusal makes it pending again, kept for later.
+// as pending from the moment it is handed over; the transport's answer
+// goes to the memory, and a refusal makes it pending again, kept whole.
 void send_back(scheduler* self, pending_redelivery msg) {
   const auto& rt = *self->state.rt;
-  ++self->state.returning;
   rt.counters().pending_redelivery.fetch_sub(1, std::memory_order_relaxed);
-  envelope_ptr shared = msg;
-  rt.transport().async_send_shared(rt.name(), std::move(shared),
-                                   reply_to(self, returned_atom::value, std::move(msg)));
+  self->state.memory->hand_back(std::move(msg), [&](const pending_redelivery& m, completion done) {
+    rt.transport().async_send_shared(rt.name(), m, std::move(done));
+  });
+}
+
+// During a stop, the last place for a redelivery the queue refused: the
+// process, and the memory that held it, are about to end.
+void keep_in_file(scheduler* self, const pending_redelivery& msg, const bus::error& why) {
+  const auto& rt = *self->state.rt;
+  auto reason = "its redelivery could not be returned to '" + rt.name() + "' as the endpoint "
+                + "stopped: " + to_string(why);
+  // One held back on its way to the error queue carries its fault already.
+  auto fault = msg->headers.find(header::fault_pending)
+                 ? fault_from_headers(*msg)
+                 : make_fault(rt, delivery{0, rt.name(), msg, false},
+                              exception_info{"none", "waiting for its redelivery"}, reason, 0);
+  fault.reason = reason;
+  auto file = append_dead_letter(rt.config().dead_letter_directory, rt.name(), *msg, fault);
+  if (file) {
+    rt.log().delayed_retry->error("cannot return message {} to '{}' for redelivery as it stops "
+                                  "({}); wrote it to the dead-letter file '{}'",
+                                  msg->message_id, rt.name(), to_string(why), *file);
+    return;
+  }
+  rt.log().delayed_retry->critical("cannot return message {} to '{}' for redelivery as it stops "
+                                   "({}), nor write it to a dead-letter file ({}): it is lost",
+                                   msg->message_id, rt.name(), to_string(why),
+                                   to_string(file.error()));
+}
+
+void arm(scheduler* self);
+
+// The returns the transport refused since the last look: kept whole and
+// tried again a second later (the transport may come back), or during a
+// stop written to the dead-letter file.
+void take_refused(scheduler* self) {
+  auto& st = self->state;
+  auto refused = st.memory->take_refused();
+  for (auto& r : refused) {
+    if (st.stopping) {
+      keep_in_file(self, r.message, r.why);
+      continue;
+    }
+    st.rt->log().delayed_retry->error(
+      "cannot return message {} to '{}' for redelivery: {}; trying again in 1 s",
+      r.message->message_id, st.rt->name(), to_string(r.why));
+    keep(self, self->clock().now() + std::chrono::seconds(1), std::move(r.message));
+  }
+  if (!refused.empty() && !st.stopping)
+    arm(self);
 }
 
 // Arms one timer for the earliest due time, unless one is armed for it
 // already. A timer armed for a later time becomes stale by generation.
 void arm(scheduler* self) {
   auto& st = self->state;
-  auto due = st.pending.next_due();
+  auto due = st.memory->waiting.next_due();
   if (!due || (st.armed && st.armed_for <= *due))
     return;
   st.armed = true;
@@ -46,19 +101,21 @@ void arm(scheduler* self) {
 
 void fire_due(scheduler* self) {
   auto& st = self->state;
-  st.pending.pop_due(self->clock().now(), [&](pending_redelivery msg) { send_back(self, msg); });
+  st.memory->waiting.pop_due(self->clock().now(),
+                             [&](pending_redelivery msg) { send_back(self, std::move(msg)); });
   arm(self);
 }
 
 // Once a stop was asked for and nothing is on its way back any more.
 void finish_if_done(scheduler* self) {
   auto& st = self->state;
-  if (!st.stopping || st.returning > 0 || !st.handoffs.empty())
+  if (!st.stopping)
     return;
-  if (st.unreturned > 0)
-    st.rt->log().delayed_retry->error(
-      "scheduler of endpoint '{}' could not return {} redeliveries to their queue", st.rt->name(),
-      st.unreturned);
+  // An answer may be in the memory before its wake-up is in the mailbox
+  // (a transport that answers inside the call).
+  take_refused(self);
+  if (st.memory->returning() || !st.handoffs.empty())
+    return;
   st.stopped.deliver(ok_atom::value);
   self->quit();
 }
@@ -67,10 +124,29 @@ caf::error refusal(const bus::error& err) {
   return caf::error(refusal_code(err.code), scheduler_refusal, caf::make_message(to_string(err)));
 }
 
+// A new scheduler takes over what the memory holds: everything waiting,
+// and what a scheduler that died left unanswered, due a second later (as
+// a refusal: the call that killed the last one must not loop hot).
+void take_over(scheduler* self) {
+  auto& st = self->state;
+  auto left = st.memory->take_over(self->address());
+  auto held = left.size() + st.memory->waiting.size();
+  if (held > 0)
+    st.rt->log().delayed_retry->warn("scheduler of endpoint '{}' takes over {} redeliveries from "
+                                     "the one before it",
+                                     st.rt->name(), held);
+  for (auto& msg : left)
+    keep(self, self->clock().now() + std::chrono::seconds(1), std::move(msg));
+  arm(self);
+}
+
 } // namespace
 
-caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
+caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt,
+                              std::shared_ptr<redelivery_memory> memory) {
   self->state.rt = std::move(rt);
+  self->state.memory = std::move(memory);
+  take_over(self);
   return {
     [=](schedule_atom, pending_redelivery& msg, duration delay,
         announcement& notice) -> caf::result<ok_atom> {
@@ -89,7 +165,7 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
       }
       st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
       st.rt->emit_prepared(notice); // before any timer can send it back
-      st.pending.push(self->clock().now() + delay, std::move(msg));
+      st.memory->waiting.push(self->clock().now() + delay, std::move(msg));
       arm(self);
       return ok_atom::value;
     },
@@ -108,23 +184,10 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
       }
       finish_if_done(self);
     },
-    [=](returned_atom, pending_redelivery& msg, result<void>& sent) {
-      auto& st = self->state;
-      --st.returning;
-      if (!sent && st.stopping) {
-        ++st.unreturned;
-        st.rt->log().delayed_retry->error("cannot return message {} to '{}' for redelivery: {}",
-                                          msg->message_id, st.rt->name(),
-                                          to_string(sent.error()));
-      } else if (!sent) {
-        // Kept whole; tried again a second later: the transport may come back.
-        st.rt->log().delayed_retry->error(
-          "cannot return message {} to '{}' for redelivery: {}; trying again in 1 s",
-          msg->message_id, st.rt->name(), to_string(sent.error()));
-        st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
-        st.pending.push(self->clock().now() + std::chrono::seconds(1), std::move(msg));
-        arm(self);
-      }
+    // The transport answered for a message on its way back; a refusal
+    // waits in the memory.
+    [=](returned_atom) {
+      take_refused(self);
       finish_if_done(self);
     },
     [=](tick_atom, std::uint64_t generation) {
@@ -138,8 +201,9 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt) {
     // endpoint finishes only after that.
     [=](stop_atom) -> caf::result<ok_atom> {
       auto& st = self->state;
+      take_refused(self); // first, while they can still wait: returned with the rest
       st.stopping = true;
-      auto left = st.pending.drain();
+      auto left = st.memory->waiting.drain();
       if (!left.empty())
         st.rt->log().delayed_retry->warn(
           "scheduler of endpoint '{}' stops with {} redeliveries pending; returning them to '{}' now",

@@ -15,9 +15,13 @@
 // the redelivery_scheduled event: the scheduler raises it as it accepts
 // the message, so the event always comes before the message can come back.
 // (stop_atom) sends everything still waiting back to the queue at once,
-// logs how many, answers ok_atom once the transport has them all, and
-// quits, so a stop never loses a message and the endpoint knows when they
-// are all back.
+// logs how many, answers ok_atom once the transport has answered for them
+// all, and quits, so the endpoint knows when they are all back. One the
+// transport refuses then is appended to the endpoint's dead-letter file:
+// the memory that held it ends with the process.
+//
+// What it holds in memory is the endpoint's (redelivery_memory): a
+// scheduler that dies leaves it to the one that replaces it.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +33,11 @@
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "bus/delay_queue.hpp"
 #include "endpoint_runtime.hpp"
+#include "redelivery_memory.hpp"
 
 namespace bus::detail {
 
-// A message on its way back: the scheduler's own copy, shared with the
-// transport while it is handed over, so that a refused one is still whole.
-using pending_redelivery = std::shared_ptr<envelope>;
 // The event to raise once the scheduler holds a message; null for none.
 using announcement = std::shared_ptr<const bus_event>;
 
@@ -48,19 +49,20 @@ struct handoff {
 
 struct scheduler_state {
   endpoint_runtime_ptr rt;
-  delay_queue<caf::actor_clock::time_point, pending_redelivery> pending;
+  // The messages waiting, and the answers of those on their way back:
+  // the endpoint's, handed from a dead scheduler to its replacement.
+  std::shared_ptr<redelivery_memory> memory;
   std::uint64_t timer_generation = 0; // a timer of an older generation is stale
   caf::actor_clock::time_point armed_for{};
   bool armed = false;
   std::unordered_map<std::uint64_t, handoff> handoffs; // by id, waiting for the broker
   std::uint64_t next_handoff = 0;
-  std::size_t returning = 0;  // sends back to the queue not completed yet
-  std::size_t unreturned = 0; // refused while stopping: logged, counted
   bool stopping = false;
   caf::response_promise stopped; // answered once nothing is on its way back
   static inline const char* name = "bus.scheduler";
 };
 
-caf::behavior scheduler_actor(caf::stateful_actor<scheduler_state>* self, endpoint_runtime_ptr rt);
+caf::behavior scheduler_actor(caf::stateful_actor<scheduler_state>* self, endpoint_runtime_ptr rt,
+                             std::shared_ptr<redelivery_memory> memory);
 
 } // namespace bus::detail

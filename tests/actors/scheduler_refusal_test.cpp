@@ -4,6 +4,11 @@
 // its delivery could come back and end a second time.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "bus/header_names.hpp"
 #include "support/caf_fixture.hpp"
 #include "support/delaying_transport.hpp"
@@ -229,4 +234,116 @@ TEST_CASE_METHOD(caf_fixture,
   CHECK(s.in_flight == 0);
   CHECK(transport->depth("billing") == 1);
   CHECK(transport->unacked("billing") == 0);
+}
+
+namespace {
+
+// Throws once from a send that returns a redelivery to `queue` (a raised
+// delivery count), breaking the port's promise: the in-memory scheduler
+// that calls it dies in that call.
+class throwing_return final : public forwarding_transport {
+public:
+  throwing_return(bus::transport& inner, std::string queue)
+    : forwarding_transport(inner), queue_(std::move(queue)) {}
+  int throws_left = 1;
+  std::string_view name() const noexcept override { return "throwing"; }
+  bus::result<void> send(const std::string& q, bus::envelope msg) override {
+    if (q == queue_ && msg.delivery_count > 0 && throws_left > 0) {
+      --throws_left;
+      throw std::logic_error("a bug in the transport");
+    }
+    return inner_.send(q, std::move(msg));
+  }
+
+private:
+  std::string queue_;
+};
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(caf_fixture,
+                 "an in-memory scheduler that dies leaves what it held to the new one: the "
+                 "message it was returning and those still waiting") {
+  auto throwing = std::make_shared<throwing_return>(*transport, "billing");
+  std::vector<std::string> handled;
+  auto b = builder();
+  b.transport(throwing)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("payment service down");
+        handled.push_back(m.order_id);
+      });
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  sched.advance_time(30s);
+  REQUIRE(bus->send("billing", order_placed{"o-2", 1}));
+  sched.run();
+  REQUIRE(stats(*bus, "billing").pending_redelivery == 2);
+
+  sched.advance_time(30s); // o-1's return throws: its scheduler dies
+  sched.run();
+  CHECK(log_count("the scheduler of endpoint 'billing' died") == 1);
+  CHECK(log_count("takes over 2 redeliveries") == 1);
+  CHECK(stats(*bus, "billing").pending_redelivery == 2);
+  sched.advance_time(1s); // o-1 is returned again a second later
+  sched.run();
+  CHECK(handled == std::vector<std::string>{"o-1"});
+  CHECK(stats(*bus, "billing").pending_redelivery == 1);
+
+  sched.advance_time(29s); // o-2's due time, kept by the new scheduler
+  sched.run();
+  CHECK(handled == std::vector<std::string>{"o-1", "o-2"});
+  auto s = stats(*bus, "billing");
+  CHECK(s.pending_redelivery == 0);
+  CHECK(s.handled == 2);
+  CHECK(s.dead_lettered == 0);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a redelivery whose return the transport refuses during a stop is written to "
+                 "the dead-letter file, not lost") {
+  auto dir = (std::filesystem::temp_directory_path() / "bus-test-stop-refused").string();
+  std::filesystem::remove_all(dir);
+  auto flaky = std::make_shared<flaky_queue_transport>(*transport, "billing");
+  auto b = builder();
+  b.transport(flaky)
+    .dead_letter_directory(dir)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.handle<order_placed>(
+        [](const order_placed&) { throw std::runtime_error("payment service down"); });
+    });
+  auto bus = start(b);
+  shutdown_anyway guard(sys, [&] { return bus->stopped(); });
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  sched.run();
+  REQUIRE(stats(*bus, "billing").pending_redelivery == 1);
+
+  flaky->refusals_left = 100; // the queue refuses everything from now on
+  bus->request_stop();
+  sched.run();
+  CHECK(bus->stopped());
+  CHECK(flaky->refused == 1); // tried once, then kept in the file
+  auto lines = lines_of(dir + "/billing.dead-letters.jsonl");
+  REQUIRE(lines.size() == 1);
+  auto j = nlohmann::json::parse(lines[0]);
+  CHECK(j["headers"]["bus-message-type"] == "order_placed");
+  CHECK(j["headers"]["bus-delivery-count"] == "1");
+  CHECK_THAT(j["headers"]["bus-fault-reason"].get<std::string>(),
+             Catch::Contains("could not be returned to 'billing'")
+               && Catch::Contains("is full"));
+  CHECK(log_count("wrote it to the dead-letter file") == 1);
+  std::filesystem::remove_all(dir);
 }
