@@ -261,11 +261,26 @@ void emit_skipped(consumer* self) {
   rt.emit(event_kind::skipped, msg, [&](bus_event& e) { e.detail = skipped_reason(rt, msg); });
 }
 
+void fault_ending(consumer* self, fault_details fault, std::string queue);
+
 void on_skipped_queue(consumer* self, const result<void>& sent) {
   const auto& rt = runtime(self);
   const auto& msg = *current(self).item.message;
-  if (!sent) {
+  if (!sent && for_now(sent.error())) {
     hold_and_retry(self, ending_step::skipped_queue, to_string(sent.error()));
+    return;
+  }
+  if (!sent) {
+    // Refused for good (too large for it, say): waiting would only loop.
+    // The error queue takes it, saying why; its ending is claimed already.
+    auto& cur = current(self);
+    auto reason = skipped_reason(rt, msg) + "; the skipped queue '"
+                  + rt.definition().skipped_queue + "' refused it: " + to_string(sent.error());
+    rt.log().skipped->error("cannot move message {} to '{}' ({}); it goes to the error queue",
+                            msg.message_id, rt.definition().skipped_queue,
+                            to_string(sent.error()));
+    fault_ending(self, make_fault(rt, cur.item, exception_info{"none", ""}, std::move(reason), 0),
+                 {});
     return;
   }
   rt.log().skipped->warn("moved message {} of type '{}' to '{}': endpoint '{}' has no handler for it",
@@ -436,6 +451,15 @@ void fail_for_good(consumer* self, const move_to_error& a) {
 void end_in_fault(consumer* self, fault_details fault, std::string queue) {
   if (!claim_ending(self))
     return;
+  fault_ending(self, std::move(fault), std::move(queue));
+}
+
+namespace {
+
+// The fault ending of a delivery whose ending this consumer has claimed:
+// discarded if the endpoint discards faulted messages, else the error
+// queue (`queue`, or the endpoint's if empty).
+void fault_ending(consumer* self, fault_details fault, std::string queue) {
   const auto& rt = runtime(self);
   auto& cur = current(self);
   if (rt.definition().discard_faulted) {
@@ -455,6 +479,8 @@ void end_in_fault(consumer* self, fault_details fault, std::string queue) {
   cur.fault_queue = queue.empty() ? rt.definition().error_queue : std::move(queue);
   send_to_error_queue(self);
 }
+
+} // namespace
 
 void drop(consumer* self, const discard& a) {
   if (!claim_ending(self))

@@ -189,6 +189,37 @@ TEST_CASE("a skipped queue that refuses backs off instead of returning the messa
   CHECK(s.in_flight == 0);
 }
 
+TEST_CASE("a skipped queue that refuses a message for good sends it to the error queue, saying "
+          "why, instead of backing off for ever") {
+  bus::testing::harness h;
+  auto transport = std::make_shared<refusing_transport>(h.transport(), "billing_skipped", 0);
+  auto b = h.builder();
+  b.transport(transport)
+    .message<order_placed>("order_placed")
+    .message<bus::test::invoice_requested>("invoice_requested")
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.handle<order_placed>([](const order_placed&) {});
+    });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send("billing", bus::test::invoice_requested{"o-1", {}}));
+  h.run();
+  CHECK(transport->refused == 1); // once: a refusal for good is not tried again
+  CHECK(h.queue("billing_skipped").empty());
+  auto errors = h.error_queue("billing");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]->message_type == "invoice_requested");
+  auto reason = errors[0]->headers.find(bus::header::fault_reason);
+  REQUIRE(reason);
+  CHECK_THAT(std::string(*reason), Catch::Contains("has no handler for 'invoice_requested'")
+                                     && Catch::Contains("the skipped queue 'billing_skipped' "
+                                                        "refused it"));
+  auto s = h.stats("billing");
+  CHECK(s.dead_lettered == 1);
+  CHECK(s.skipped == 0);
+  CHECK(s.in_flight == 0);
+  CHECK(h.transport().unacked("billing") == 0);
+}
+
 TEST_CASE("a message bound for an error queue out of reach as its endpoint stops keeps its fate: "
           "it comes back marked and goes to the error queue without its handler") {
   bus::testing::harness h;
