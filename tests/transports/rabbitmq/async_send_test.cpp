@@ -334,3 +334,26 @@ TEST_CASE("a delivery stops being settleable once its connection is lost, and it
   REQUIRE(t->ack(second.tag));
   CHECK_FALSE(t->settleable(second.tag)); // settled: no longer outstanding
 }
+
+TEST_CASE("deliveries that went stale with their connection are forgotten: only the new ones "
+          "count as unsettled",
+          "[rabbitmq][reconnect]") {
+  tcp_relay relay(broker_port());
+  auto t = bus::test::connect_transport(through(relay));
+  auto q = bus::test::unique_name("stale_forgotten");
+  REQUIRE(t->declare_queue(q));
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(t->send(q, message("m-" + std::to_string(i))));
+  bus::test::delivery_collector got; // keeps every delivery unsettled
+  REQUIRE(t->consume(q, 10, got.handler()));
+  REQUIRE(got.wait_for(5));
+  CHECK(t->unsettled() == 5);
+
+  relay.drop(); // the five go stale; the broker delivers them again
+  REQUIRE(got.wait_for(10, 20s));
+  CHECK(t->unsettled() == 5);
+  for (std::size_t i = 5; i < 10; ++i)
+    REQUIRE(t->ack(got.items()[i].tag));
+  CHECK(t->unsettled() == 0);
+  CHECK_FALSE(t->ack(got.items()[0].tag)); // stale: refused, as before
+}

@@ -80,7 +80,12 @@ void consumer_pump::cancel(const std::string& queue) {
 bool consumer_pump::settleable(std::uint64_t tag) const {
   std::lock_guard<std::mutex> guard(mutex_);
   auto it = outstanding_.find(tag);
-  return it != outstanding_.end() && live_incarnations_.count(it->second.incarnation) > 0;
+  return outstanding_.count(tag) > 0; // a closed channel's deliveries are forgotten
+}
+
+std::size_t consumer_pump::unsettled() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return outstanding_.size();
 }
 
 result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
@@ -88,17 +93,16 @@ result<void> consumer_pump::settle(std::uint64_t tag, bool ack, bool requeue) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     auto it = outstanding_.find(tag);
+    // Forgotten as its channel closed, or settled already.
     if (it == outstanding_.end())
       return error{errc::transport_failure,
-                   "delivery " + std::to_string(tag) + " is not outstanding (settled twice?)"};
+                   "delivery " + std::to_string(tag)
+                     + " is not outstanding: settled already, or it came over a channel that has "
+                       "closed since (connection lost?), and RabbitMQ delivers the message "
+                       "again; this "
+                     + (ack ? "acknowledgement" : "rejection") + " was not sent"};
     auto o = it->second;
     outstanding_.erase(it);
-    if (live_incarnations_.count(o.incarnation) == 0)
-      return error{errc::transport_failure,
-                   "delivery " + std::to_string(tag)
-                       + " came over a channel that has closed since (connection lost?); "
-                         "RabbitMQ delivers the message again, so this "
-                       + (ack ? "acknowledgement" : "rejection") + " was not sent"};
     if (stopping_)
       return error{errc::transport_failure, "the RabbitMQ transport is closing"};
     first = commands_.empty();
@@ -168,7 +172,6 @@ void consumer_pump::stopped() {
     // stopping_ is set, and the last batch was taken after it was.
     std::lock_guard<std::mutex> guard(mutex_);
     outstanding_.clear();
-    live_incarnations_.clear();
   }
   links_.clear();
 }
@@ -186,8 +189,10 @@ std::string consumer_pump::back_note() const {
 
 std::string consumer_pump::session_lost() {
   {
+    // Every channel died with the connection: their deliveries are the
+    // broker's again, and nobody can settle them.
     std::lock_guard<std::mutex> guard(mutex_);
-    live_incarnations_.clear();
+    outstanding_.clear();
   }
   for (auto& [queue, l] : links_) {
     l.channel = 0;
@@ -304,8 +309,6 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
     l.channel = ch;
     l.incarnation = next_incarnation_++;
     l.acks.reset();
-    std::lock_guard<std::mutex> guard(mutex_);
-    live_incarnations_.insert(l.incarnation);
   }
   // The transport's own queues are declared again, so that a broker that
   // lost them (a new node, a deleted queue) gets them back.
@@ -340,7 +343,8 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
 void consumer_pump::drop_channel(link& l) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    live_incarnations_.erase(l.incarnation);
+    for (auto it = outstanding_.begin(); it != outstanding_.end();)
+      it = it->second.incarnation == l.incarnation ? outstanding_.erase(it) : std::next(it);
   }
   l.channel = 0;
   l.consuming = false;

@@ -15,10 +15,10 @@
 //
 // Each delivery gets a transport tag, unique for the life of the
 // transport, that maps to (channel incarnation, broker delivery tag). When
-// a channel or the connection dies, its incarnation dies with it: settling
-// one of its deliveries is an error and nothing is sent, because the same
-// broker tag on a new channel names another message. The broker redelivers
-// what that channel had not settled.
+// a channel or the connection dies, its deliveries are forgotten with it:
+// settling one is an error and nothing is sent, because the same broker
+// tag on a new channel names another message. The broker redelivers what
+// that channel had not settled.
 #pragma once
 
 #include <chrono>
@@ -32,7 +32,6 @@
 #include <set>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <variant>
 
 #include "ack_window.hpp"
@@ -67,6 +66,8 @@ public:
   [[nodiscard]] result<void> settle(std::uint64_t tag, bool ack, bool requeue);
   // Whether `tag` is outstanding on a channel that is still open.
   [[nodiscard]] bool settleable(std::uint64_t tag) const;
+  // Deliveries handed out and not settled (see rabbitmq_transport).
+  [[nodiscard]] std::size_t unsettled() const;
 
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
   // Whether its connection is up right now (false before the first one and
@@ -156,7 +157,6 @@ private:
   mutable std::mutex mutex_;
   std::deque<command> commands_;                               // guarded
   std::unordered_map<std::uint64_t, outstanding> outstanding_; // guarded
-  std::unordered_set<std::uint64_t> live_incarnations_;        // guarded
   std::set<std::string> consumed_;                             // guarded: queues with a consumer
   bool stopping_ = false;                                      // guarded
 

@@ -133,6 +133,10 @@ bool rabbitmq_transport::settleable(std::uint64_t tag) const {
   return impl_->consuming.settleable(tag);
 }
 
+std::size_t rabbitmq_transport::unsettled() const {
+  return impl_->consuming.unsettled();
+}
+
 void rabbitmq_transport::cancel(const std::string& queue) {
   impl_->consuming.cancel(queue);
 }
