@@ -461,7 +461,8 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->gates = detail::make_gates(dependencies_);
   state->deterministic =
     dynamic_cast<caf::scheduler::test_coordinator*>(&system_->scheduler()) != nullptr;
-  state->later = std::make_shared<detail::scheduled_sends>(*system_, transport_, state->log);
+  state->later = std::make_shared<detail::scheduled_sends>(*system_, transport_, state->log,
+                                                           dead_letter_directory_);
   if (metrics_address_ || metrics_registry_)
     state->sends = std::make_shared<detail::metrics::send_instruments>();
   for (auto& def : endpoints_) {

@@ -26,7 +26,8 @@ namespace bus::detail {
 
 class scheduled_sends {
 public:
-  scheduled_sends(caf::actor_system& system, transport_ptr transport, loggers log);
+  scheduled_sends(caf::actor_system& system, transport_ptr transport, loggers log,
+                  std::string dead_letter_directory);
   ~scheduled_sends(); // ends the holder actor, if one was spawned
   scheduled_sends(const scheduled_sends&) = delete;
   scheduled_sends& operator=(const scheduled_sends&) = delete;
@@ -35,7 +36,9 @@ public:
   // `done` is called exactly once: when the broker holds it (a refusal is
   // its error), or, in memory, inline once the holder has it in its
   // mailbox (a later refusal by the transport is logged and tried again
-  // a second later). Thread-safe; never blocks.
+  // a second later if it is for now; one for good is appended to
+  // scheduled-sends.dead-letters.jsonl in `dead_letter_directory`).
+  // Thread-safe; never blocks.
   void send_later(std::string queue, envelope msg, duration delay, completion done);
 
 private:
@@ -44,6 +47,7 @@ private:
   caf::actor_system* system_;
   transport_ptr transport_;
   loggers log_;
+  std::string dead_letter_directory_;
   std::mutex mutex_; // guards holder_
   caf::actor holder_;
 };

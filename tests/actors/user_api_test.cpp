@@ -4,10 +4,15 @@
 // routing by type, and the harness's time since its start.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "bus/header_names.hpp"
 #include "bus/testing/harness.hpp"
+#include "support/refusing_transport.hpp"
 #include "support/sample_messages.hpp"
 
 using namespace std::chrono_literals;
@@ -477,6 +482,38 @@ TEST_CASE("a scheduled send to a queue that does not exist is refused at the cal
   // Nothing was left to fail later, far from the call.
   h.advance(2min);
   CHECK_FALSE(h.logged("cannot deliver scheduled message"));
+}
+
+TEST_CASE("a scheduled message its queue refuses for good when due is kept in the dead-letter "
+          "file, not offered again every second") {
+  bus::testing::harness h;
+  auto dir = (std::filesystem::temp_directory_path() / "bus-test-scheduled-refused").string();
+  std::filesystem::remove_all(dir);
+  // Sends to billing whose headers are over 0 bytes, so every send, are
+  // refused for good (errc::malformed_message), as an oversized one is.
+  auto refusing = std::make_shared<bus::test::refusing_transport>(h.transport(), "billing", 0);
+  auto b = h.builder();
+  b.transport(refusing)
+    .dead_letter_directory(dir)
+    .message<order_placed>("order_placed")
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.handle<order_placed>([](const order_placed&) {});
+    });
+  auto& bus = h.start(b);
+  REQUIRE(bus.send_after(1min, "billing", order_placed{"o-1", 1}));
+  h.advance(1min);
+  CHECK(refusing->refused == 1);
+  h.advance(10s);
+  CHECK(refusing->refused == 1); // not again: waiting will not change the answer
+  std::ifstream in(dir + "/scheduled-sends.dead-letters.jsonl");
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  auto j = nlohmann::json::parse(line);
+  CHECK(j["headers"]["bus-message-type"] == "order_placed");
+  CHECK_THAT(j["headers"]["bus-fault-reason"].get<std::string>(),
+             Catch::Contains("scheduled for 'billing'") && Catch::Contains("refuses this message"));
+  CHECK(h.logged("wrote it to the dead-letter file"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a handler's ctx.defer to a queue that does not exist fails its attempt, naming it") {
