@@ -274,6 +274,27 @@ TEST_CASE("busctl reads, replays and purges a quorum error queue, whose order re
   CHECK(busctl_json({"purge", endpoint, "--all"})["purged"] == 2);
 }
 
+TEST_CASE("a quorum error queue read past the delivery limit keeps its messages as they are") {
+  auto settings = bus::test::test_settings();
+  settings.queue_type = bus::rabbitmq_queue_type::quorum;
+  settings.delivery_limit = 2;
+  auto broker = bus::test::connect_transport(settings);
+  auto endpoint = unique_name("billing-reads");
+  REQUIRE(broker->declare_queue(endpoint));
+  REQUIRE(broker->declare_queue(endpoint + "_error"));
+  REQUIRE(broker->send(endpoint + "_error", failed_copy("r-1", "order_placed", "db_error", endpoint)));
+
+  for (int read = 0; read < 5; ++read) // each gives the message back: a delivery to the broker
+    REQUIRE(busctl_json({"list", endpoint})["count"] == 1);
+  auto shown = busctl_json({"show", endpoint, "r-1"});
+  std::vector<std::string> dead_lettered; // what a dead-letter into itself would add
+  for (const auto& h : shown["headers"])
+    if (h["name"] == "x-death" || h["name"] == "x-first-death-reason")
+      dead_lettered.push_back(h["name"]);
+  CHECK(dead_lettered.empty());
+  CHECK(*broker->message_count(endpoint + "_error") == 1);
+}
+
 TEST_CASE("busctl says when consumers hold messages of the queue it reads, which it cannot see") {
   seeded_endpoint q;
   q.fail("held-1");

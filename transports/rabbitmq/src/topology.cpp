@@ -122,15 +122,26 @@ amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std
   // A classic queue is declared without x-queue-type, as every other client
   // does, so that it stays equivalent to queues they declared.
   std::string target;
+  bool error_queue = false;
   if (settings.queue_type == rabbitmq_queue_type::quorum) {
     args.add("x-queue-type", "quorum");
+    target = dead_letter_queue(queue, options, settings);
+    // An error queue (its own dead-letter target) has no delivery limit:
+    // nothing consumes it but an operator's tool, whose reads (basic.get,
+    // then the message given back) the broker counts as deliveries. With
+    // a limit, a few reads would dead-letter a message into its own queue,
+    // in flight and missing from the next read, its headers rewritten.
+    // RabbitMQ 3.10 has no default limit; 4.0 applies 20 to a quorum queue
+    // without one (docs/rabbitmq.md says how to lift it there).
+    error_queue = target == queue;
+  }
+  if (settings.queue_type == rabbitmq_queue_type::quorum && !error_queue) {
     // The broker's own limit, explicit (RabbitMQ 4.0 would otherwise apply
     // 20 and drop), dead-lettering through the default exchange straight
     // into the error queue. At-least-once: the message leaves this queue
     // only once the error queue has it; that needs reject-publish overflow
     // (no length limit is set, so nothing is refused for being full), or
     // the broker silently falls back to at-most-once.
-    target = dead_letter_queue(queue, options, settings);
     args.add("x-delivery-limit", settings.delivery_limit);
     args.add("x-dead-letter-exchange", "");
     args.add("x-dead-letter-routing-key", target);
@@ -143,7 +154,8 @@ amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std
   if (failed && failed->reply_code == AMQP_PRECONDITION_FAILED)
     failed->text += std::string(" (queue '") + queue + "' already exists with other arguments; "
                     + "the bus declares it as a "
-                    + (settings.queue_type == rabbitmq_queue_type::quorum
+                    + (error_queue ? std::string("quorum error queue without a delivery limit")
+                       : settings.queue_type == rabbitmq_queue_type::quorum
                            ? "quorum queue with x-delivery-limit="
                                  + std::to_string(settings.delivery_limit)
                                  + " dead-lettering to '" + target + "'"

@@ -67,7 +67,8 @@ inline constexpr std::int64_t temporary_queue_expiry_ms = 10 * 60 * 1000;
 // one (by a tool, or an older bus) falls back to names: for an endpoint
 // queue Q that is Q + error_queue_suffix; for its skipped queue
 // (Q + skipped_queue_suffix) too; an error queue (a name ending in
-// error_queue_suffix) dead-letters into itself.
+// error_queue_suffix) is its own target: declare_endpoint_queue gives it
+// no delivery limit, so nothing ever dead-letters it.
 [[nodiscard]] std::string dead_letter_queue(const std::string& queue, const queue_options& options,
                                             const rabbitmq_settings& settings);
 // Passive: fails with 404 if `queue` does not exist; else its ready count.
