@@ -105,6 +105,7 @@ add_executable(rabbitmq_fault_tests
   ${CMAKE_CURRENT_LIST_DIR}/poison_message_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/broker_restart_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/readiness_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/consumer_timeout_test.cpp
   $<TARGET_OBJECTS:bus_catch_main>)
 target_link_libraries(rabbitmq_fault_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
                                                    bus::rabbitmq)
@@ -120,11 +121,13 @@ catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[kill],[poison]" TEST_PREFI
   PROPERTIES FIXTURES_REQUIRED rabbitmq
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_broker_dir}"
              TIMEOUT 120)
-catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[restart]" TEST_PREFIX "rabbitmq_fault_tests: "
+catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[restart],[consumer_timeout]"
+  TEST_PREFIX "rabbitmq_fault_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq_restart
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_restart_broker_dir}"
              # The restart test and the readiness test (readiness_test.cpp)
-             # both stop this node: one at a time.
+             # both stop this node, and the consumer-timeout test
+             # (consumer_timeout_test.cpp) changes its settings: one at a time.
              RESOURCE_LOCK rabbitmq_restart_node
              TIMEOUT 300)
 
