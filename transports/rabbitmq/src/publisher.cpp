@@ -284,9 +284,12 @@ void publisher::republish_refused(clock::time_point now) {
 
 std::optional<publisher::clock::time_point> publisher::oldest_judged() const {
   // Blocked, the broker reads nothing: a confirm is late for that reason,
-  // and a new channel's methods would only fill the socket. Refused
-  // publishes are moved to a new channel by their own round.
-  if (in_flight_.empty() || !refused_.empty() || blocked_ || !session() || !session()->alive())
+  // and a new channel's methods would only fill the socket. Judged while
+  // refused publishes wait too: their round waits for the confirms in
+  // flight, and a confirm lost with a dead leader never comes (the
+  // failover case: nacks from the new leader's election, confirms lost
+  // with the old one). A move takes both, merged in their order.
+  if (in_flight_.empty() || blocked_ || !session() || !session()->alive())
     return std::nullopt;
   return in_flight_.begin()->second->sent_at;
 }

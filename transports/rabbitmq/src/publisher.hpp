@@ -161,7 +161,8 @@ private:
   // them.
   bool recover_stalled_confirms(clock::time_point now);
   // When the oldest unconfirmed publish was sent, if stall_ may judge the
-  // channel now (nothing refused, not blocked, a live session).
+  // channel now (not blocked, a live session; refused publishes waiting
+  // or not).
   [[nodiscard]] std::optional<clock::time_point> oldest_judged() const;
   // Closes the question's channel, if there is one, without waiting.
   void drop_question();
