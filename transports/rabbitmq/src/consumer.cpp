@@ -79,7 +79,6 @@ void consumer_pump::cancel(const std::string& queue) {
 
 bool consumer_pump::settleable(std::uint64_t tag) const {
   std::lock_guard<std::mutex> guard(mutex_);
-  auto it = outstanding_.find(tag);
   return outstanding_.count(tag) > 0; // a closed channel's deliveries are forgotten
 }
 
