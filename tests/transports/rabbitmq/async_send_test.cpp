@@ -12,9 +12,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "amqp_confirm_edit.hpp"
 #include "broker.hpp"
 #include "bus/rabbitmq_transport.hpp"
+#include "raw_client.hpp"
 #include "support/delivery_collector.hpp"
 #include "support/eventually.hpp"
 #include "tcp_relay.hpp"
@@ -306,6 +309,39 @@ TEST_CASE("a send the broker refuses with basic.nack is published again until it
   CHECK(t->message_count(q).value() == 1);
   CHECK(done.each_exactly_once());
   bus::test::rabbitmqctl("clear_policy '" + policy + "'");
+}
+
+// A failover refuses some publishes (the new leader's election) and loses
+// the confirms of others (with the old leader). The refusals' round waited
+// for the confirms in flight, and the stall judge would not judge while
+// refusals waited: every send failed at operation_timeout (issue 22,
+// point 5). The edit makes both happen in one round on a live connection.
+TEST_CASE("a refusal and a lost confirm in one round are both published again, in their order, "
+          "long before operation_timeout",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port(), [] { return bus::test::failover_confirms{}; });
+  auto s = through(relay);
+  s.confirm_stall_timeout = 500ms;
+  s.operation_timeout = 20s;
+  completion_log done;
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("async_failover");
+  REQUIRE(t->declare_queue(q));
+  t->async_send(q, message("first"), done.make("first"));
+  t->async_send(q, message("second"), done.make("second"));
+  // Judged after 500 ms, asked, moved 250 ms after the answer.
+  REQUIRE(done.wait_for(2, 5s));
+  CHECK(done.succeeded() == 2);
+  CHECK(done.order() == std::vector<std::string>{"first", "second"});
+  CHECK(t->health().republished >= 1);
+  // The broker took both the first time (the test hid that), and both
+  // again from the new channel, in the order they were sent.
+  std::vector<std::string> on_queue;
+  for (int i = 0; i < 4; ++i)
+    on_queue.push_back(bus::test::raw_get(bus::test::test_settings(), q, true).message_id);
+  CHECK(on_queue == std::vector<std::string>{"first", "second", "first", "second"});
+  CHECK_FALSE(bus::test::raw_get(bus::test::test_settings(), q, true).found);
+  CHECK(done.each_exactly_once());
 }
 
 TEST_CASE("a delivery stops being settleable once its connection is lost, and its redelivery is",

@@ -1,8 +1,10 @@
 // A TCP relay between a transport and the test broker, which a test can
 // pause (bytes stop flowing both ways, the connections stay open: a broker
 // that does not answer) and cut (every connection closed and no new one
-// taken: a broker out of reach). The broker itself is never touched, so
-// the tests that run beside it on the shared node see nothing.
+// taken: a broker out of reach). A test may also edit what the broker
+// sends (amqp_confirm_edit.hpp: a failover's confirms). The broker itself
+// is never touched, so the tests that run beside it on the shared node see
+// nothing.
 #pragma once
 
 #include <arpa/inet.h>
@@ -14,9 +16,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -25,9 +30,17 @@ namespace bus::test {
 
 class tcp_relay {
 public:
+  // What the broker sends on one connection, in the chunks it arrives in,
+  // to what the client gets instead.
+  using edit = std::function<std::string(std::string_view)>;
+  // Makes a fresh edit for each relayed connection.
+  using edit_factory = std::function<edit()>;
+
   // Listens on a free local port and relays each connection to
-  // 127.0.0.1:`upstream_port`.
-  explicit tcp_relay(std::uint16_t upstream_port) : upstream_port_(upstream_port) {
+  // 127.0.0.1:`upstream_port`, passing what the broker sends through an
+  // edit from `downstream` if there is one.
+  explicit tcp_relay(std::uint16_t upstream_port, edit_factory downstream = {})
+    : upstream_port_(upstream_port), downstream_(std::move(downstream)) {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(listener_ >= 0);
     int one = 1;
@@ -78,6 +91,7 @@ private:
   struct pair {
     int client = -1;
     int upstream = -1;
+    edit downstream; // empty: the broker's bytes pass as they are
   };
 
   static sockaddr_in loopback(std::uint16_t port) {
@@ -110,17 +124,26 @@ private:
       std::this_thread::yield();
   }
 
-  // Copies what `from` has to `to`; false when either side is closed.
-  static bool forward(int from, int to) {
+  // Copies what `from` has to `to`, through `change` if it is set; false
+  // when either side is closed.
+  static bool forward(int from, int to, const edit& change = {}) {
     char buffer[65536];
     auto n = ::recv(from, buffer, sizeof buffer, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
       return false;
-    for (ssize_t sent = 0; sent < n;) {
-      auto m = ::send(to, buffer + sent, static_cast<std::size_t>(n - sent), MSG_NOSIGNAL);
+    if (n < 0)
+      return true;
+    std::string changed;
+    std::string_view out(buffer, static_cast<std::size_t>(n));
+    if (change) {
+      changed = change(out);
+      out = changed;
+    }
+    for (std::size_t sent = 0; sent < out.size();) {
+      auto m = ::send(to, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
       if (m < 0)
         return false;
-      sent += m;
+      sent += static_cast<std::size_t>(m);
     }
     return true;
   }
@@ -169,8 +192,11 @@ private:
         p.upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         auto addr = loopback(upstream_port_);
         if (p.client >= 0 && p.upstream >= 0
-            && ::connect(p.upstream, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+            && ::connect(p.upstream, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+          if (downstream_)
+            p.downstream = downstream_();
           pairs_.push_back(p);
+        }
         else
           close_pair(p);
       }
@@ -181,16 +207,16 @@ private:
       for (std::size_t i = 0; i < pairs_.size(); ++i) {
         auto& p = pairs_[i];
         if (i >= polled) {
-          kept.push_back(p);
+          kept.push_back(std::move(p));
           continue;
         }
         bool ok = true;
         if (fds[first + 2 * i].revents)
           ok = forward(p.client, p.upstream);
         if (ok && fds[first + 2 * i + 1].revents)
-          ok = forward(p.upstream, p.client);
+          ok = forward(p.upstream, p.client, p.downstream);
         if (ok)
-          kept.push_back(p);
+          kept.push_back(std::move(p));
         else
           close_pair(p);
       }
@@ -199,6 +225,7 @@ private:
   }
 
   std::uint16_t upstream_port_;
+  edit_factory downstream_;
   std::uint16_t port_ = 0;
   int listener_ = -1;
   int wake_ = -1;
