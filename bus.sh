@@ -25,7 +25,7 @@ PACKAGES=(cmake ninja-build g++ ccache git
           librabbitmq-dev libcurl4-openssl-dev rabbitmq-server openssl
           libsqlite3-dev libpq-dev postgresql-15
           prometheus-cpp-dev libcivetweb-dev curl
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev libxml2-utils)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -7,6 +7,7 @@ target_sources(bus_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/decide.cpp
   ${CMAKE_CURRENT_LIST_DIR}/exception_type.cpp
   ${CMAKE_CURRENT_LIST_DIR}/explain.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/explain_svg.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rule.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rule_set.cpp

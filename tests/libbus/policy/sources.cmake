@@ -7,6 +7,7 @@ list(APPEND BUS_CORE_TEST_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/decide_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/exception_type_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/explain_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/explain_svg_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/json_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/masstransit_vocabulary_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resilience_test.cpp
