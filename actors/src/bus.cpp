@@ -52,6 +52,15 @@ std::string own_reply_queue(const std::string& bus_name) {
          + std::to_string(buses++);
 }
 
+// "a, b, c": the name `name_of` gives each item of `items`.
+template <class Items, class NameOf>
+std::string join_names(const Items& items, NameOf name_of) {
+  std::string out;
+  for (const auto& item : items)
+    out += (out.empty() ? "" : ", ") + std::string(name_of(item));
+  return out;
+}
+
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& line : lines) {
@@ -629,6 +638,35 @@ std::vector<std::string> message_bus::endpoint_names() const {
   for (const auto& [name, e] : impl_->endpoints)
     out.push_back(name);
   return out;
+}
+
+result<explanation> message_bus::explain(const std::string& endpoint,
+                                         const std::string& message_type,
+                                         const std::exception_ptr& exception) const {
+  std::shared_ptr<const recoverability_config> config;
+  {
+    std::lock_guard<std::mutex> guard(impl_->mutex);
+    auto it = impl_->endpoints.find(endpoint);
+    if (it == impl_->endpoints.end())
+      return error{errc::invalid_configuration,
+                   "no endpoint '" + endpoint + "' (the endpoints: "
+                       + join_names(impl_->endpoints, [](const auto& e) { return e.first; })
+                       + ")"};
+    const auto& handlers = it->second.definition.handlers;
+    auto name_of = [this](const detail::handler_slot& h) {
+      return impl_->registry->find(h.cpp_type)->name;
+    };
+    for (const auto& h : handlers)
+      if (name_of(h) == message_type || (message_type.empty() && handlers.size() == 1))
+        config = h.recoverability;
+    if (!config)
+      return error{errc::invalid_configuration,
+                   "endpoint '" + endpoint + "' has "
+                       + (message_type.empty() ? std::string("several handlers")
+                                               : "no handler for '" + message_type + "'")
+                       + " (it handles: " + join_names(handlers, name_of) + ")"};
+  }
+  return ::bus::explain(*config, exception);
 }
 
 const message_registry& message_bus::registry() const noexcept { return *impl_->registry; }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include <catch2/catch.hpp> // the testing fragment's CHECK and REQUIRE
 
 #include "bus/bus.hpp"
+#include "bus/policy/explain_svg.hpp" // "Seeing a policy before it runs"
 
 struct sqlite3;
 

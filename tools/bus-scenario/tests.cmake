@@ -242,3 +242,39 @@ bus_scenario_refused("an outbox file that cannot be opened is refused, naming th
   ARGS ${_scenario_invalid}/outbox_no_file.json
   EXPECTED "endpoint 'billing': its outbox's store did not open: sqlite '"
            "no-such-directory/billing.db': cannot open the database")
+
+# -- issue 24: a policy you can look at ------------------------------------------
+
+# bus_scenario_explained(<sentence> <sample> <expected name> ARGS <arguments...>):
+# bus-scenario --explain ARGS samples/scenarios/<sample>.json prints
+# tests/<expected name>.explain.txt and draws docs/images/<expected
+# name>.explain.svg, the documentation's picture (scripts/doc-pictures.sh
+# draws it again after a change of the drawing).
+function(bus_scenario_explained sentence sample expected)
+  cmake_parse_arguments(arg "" "" "ARGS" ${ARGN})
+  add_test(NAME "scenario: ${sentence}"
+           COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
+                   "-DARGS=${arg_ARGS};${_scenario_samples}/${sample}.json"
+                   -DEXPECTED=${_scenario_tests}/${expected}.explain.txt
+                   -DEXPECTED_SVG=${PROJECT_SOURCE_DIR}/docs/images/${expected}.explain.svg
+                   -DXMLLINT=${BUS_XMLLINT} -DOUT_DIR=${CMAKE_CURRENT_BINARY_DIR}
+                   -P ${_scenario_tests}/check_explain.cmake)
+endfunction()
+
+bus_scenario_explained("explained, the 12-attempt example shows its 12 attempts and their times before it runs"
+  twelve_attempts twelve_attempts ARGS --explain sales --exception runtime_error)
+bus_scenario_explained("explained, a predicate rule is chosen by the thrown exception's fields"
+  predicates predicates_429
+  ARGS --explain inventory --exception "{\"throw\": \"http_error\", \"fields\": {\"status\": 429}}")
+bus_scenario_refused("--explain names the endpoints there are when asked for one there is not"
+  ARGS --explain shiping --exception runtime_error ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "no endpoint 'shiping' (the endpoints: sales)")
+bus_scenario_refused("--explain needs an exception, and the options of --explain go with it"
+  ARGS --explain sales ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "--explain needs --exception")
+bus_scenario_refused("--svg without --explain is refused"
+  ARGS --svg out.svg ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "go with --explain")
+bus_scenario_refused("--explain with an exception type there is not names the likely one"
+  ARGS --explain sales --exception http_eror ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "--exception.throw: unknown exception type \"http_eror\"")

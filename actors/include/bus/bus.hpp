@@ -35,6 +35,7 @@
 #include "bus/headers.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/outbox_session.hpp"
+#include "bus/policy/explain.hpp"
 #include "bus/spans.hpp"
 #include "bus/send_options.hpp"
 #include "bus/transport.hpp"
@@ -361,6 +362,15 @@ public:
   // The counters of `endpoint`, or nothing if there is no such endpoint.
   [[nodiscard]] std::optional<endpoint_stats> stats(const std::string& endpoint) const;
   [[nodiscard]] std::vector<std::string> endpoint_names() const;
+  // What the policy of `endpoint`'s handler for `message_type` (its
+  // registered name; empty for an endpoint with one handler) does with
+  // `exception`: explain() of the handler's configuration, its scopes
+  // resolved as at build time. errc::invalid_configuration naming the
+  // endpoints or message types there are, if there is no such handler.
+  // Any thread; never runs a handler.
+  [[nodiscard]] result<explanation> explain(const std::string& endpoint,
+                                            const std::string& message_type,
+                                            const std::exception_ptr& exception) const;
   [[nodiscard]] const message_registry& registry() const noexcept;
   // The queue this bus's requests get their replies on (bus_builder::reply_queue).
   [[nodiscard]] const std::string& reply_queue() const noexcept;

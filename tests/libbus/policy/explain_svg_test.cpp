@@ -79,7 +79,7 @@ TEST_CASE("a rule that discards is drawn as one attempt and its end, its text es
   check_golden("discard", svg);
 }
 
-TEST_CASE("a plan longer than the drawing shows its first attempts and how many more there are",
+TEST_CASE("a plan longer than the drawing is drawn to its 24th attempt, then how many more",
           "[policy][svg]") {
   auto config = config_of(
       [](bus::policy_builder& p) { p.on_any().retry(59, 100ms, bus::backoff::constant); });

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exception_types.hpp"
+#include "explain_run.hpp"
 #include "run.hpp"
 #include "scenario.hpp"
 
@@ -22,6 +23,8 @@ using namespace bus::scenario;
 
 constexpr const char* usage =
   "usage: bus-scenario [options] FILE.json\n"
+  "       bus-scenario --explain ENDPOINT --exception SPEC [--message TYPE]\n"
+  "                    [--svg OUT.svg] [--json] FILE.json\n"
   "\n"
   "Runs the scenario in FILE.json and prints one JSON object per line for each\n"
   "event, then a summary object. Virtual time by default: hours of redelivery\n"
@@ -36,9 +39,19 @@ constexpr const char* usage =
   "  --list-exceptions     print the exception types a scenario can name\n"
   "  --help                print this text\n"
   "\n"
-  "exit codes: 0 ran, 1 the run failed (did not start, timed out), 2 invalid\n"
-  "arguments, file or bus configuration, 3 it ran and an expectation (\"expect\")\n"
-  "did not hold\n";
+  "  --explain ENDPOINT    run nothing: print what ENDPOINT's policy does with the\n"
+  "                        exception, attempt by attempt (the rule and why, each\n"
+  "                        delay, where it ends), the bus built as a run builds it\n"
+  "  --exception SPEC      a type name (http_error) or a \"throw\" step as in a\n"
+  "                        script: '{\"throw\": \"http_error\", \"fields\": {\"status\": 429}}'\n"
+  "  --message TYPE        the handler of that message type (needed when the\n"
+  "                        endpoint has more than one)\n"
+  "  --svg OUT.svg         also draw the plan as a timeline\n"
+  "  --json                the explanation as JSON\n"
+  "\n"
+  "exit codes: 0 ran (or explained), 1 the run failed (did not start, timed out;\n"
+  "--svg not written), 2 invalid arguments, file or bus configuration, 3 it ran\n"
+  "and an expectation (\"expect\") did not hold\n";
 
 void list_exceptions(std::ostream& out) {
   for (const auto& t : exception_types()) {
@@ -52,6 +65,7 @@ void list_exceptions(std::ostream& out) {
 
 struct arguments {
   run_options options;
+  std::optional<explain_request> explain; // --explain
   std::string file;
   bool help = false;
   bool list = false;
@@ -60,6 +74,8 @@ struct arguments {
 // Parses the command line; a mistake is reported on `err`.
 std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& err) {
   arguments a;
+  explain_request explain;
+  bool explain_options = false; // one of --exception, --message, --svg, --json
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -103,6 +119,20 @@ std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& er
         return std::nullopt;
       }
       a.options.timeout = std::chrono::seconds(seconds);
+    } else if (arg == "--explain" || arg == "--exception" || arg == "--message"
+               || arg == "--svg") {
+      auto v = value();
+      if (!v)
+        return std::nullopt;
+      if (arg == "--explain")
+        a.explain = explain_request{};
+      (arg == "--explain"     ? explain.endpoint
+       : arg == "--exception" ? explain.exception
+       : arg == "--message"   ? explain.message_type
+                              : explain.svg_file.emplace()) = *v;
+      explain_options = explain_options || arg != "--explain";
+    } else if (arg == "--json") {
+      explain.json = explain_options = true;
     } else if (arg.rfind("--", 0) == 0) {
       err << "bus-scenario: unknown option " << arg << "\n\n" << usage;
       return std::nullopt;
@@ -118,6 +148,22 @@ std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& er
     return a;
   if (a.file.empty()) {
     err << usage;
+    return std::nullopt;
+  }
+  if (a.explain) {
+    if (explain.exception.empty()) {
+      err << "bus-scenario: --explain needs --exception TYPE (or a \"throw\" step as JSON)\n";
+      return std::nullopt;
+    }
+    if (a.options.real_time || a.options.transport != transport_kind::in_memory) {
+      err << "bus-scenario: --explain runs nothing: no --real-time or --transport\n";
+      return std::nullopt;
+    }
+    a.explain = std::move(explain);
+    return a;
+  }
+  if (explain_options) {
+    err << "bus-scenario: --exception, --message, --svg and --json go with --explain\n";
     return std::nullopt;
   }
   if (a.options.transport == transport_kind::rabbitmq) {
@@ -179,6 +225,8 @@ int main(int argc, char** argv) {
       std::cerr << args->file << ": " << e << '\n';
     return exit_invalid;
   }
+  if (args->explain)
+    return explain_on_scenario(*s, *args->explain, args->file, std::cout, std::cerr);
   return args->options.real_time
            ? run_on_real_time(*s, args->options, args->file, std::cout, std::cerr)
            : run_on_virtual_time(*s, args->options, args->file, std::cout, std::cerr);
