@@ -266,6 +266,11 @@ bus_scenario_explained("explained, the 12-attempt example shows its 12 attempts 
 bus_scenario_explained("explained, a predicate rule is chosen by the thrown exception's fields"
   predicates predicates_429
   ARGS --explain inventory --exception "{\"throw\": \"http_error\", \"fields\": {\"status\": 429}}")
+add_test(NAME "scenario: explained as JSON, the 12-attempt example's plan ends at attempt 12"
+         COMMAND bus-scenario --explain sales --exception runtime_error --json
+                 ${_scenario_samples}/twelve_attempts.json)
+set_tests_properties("scenario: explained as JSON, the 12-attempt example's plan ends at attempt 12"
+  PROPERTIES PASS_REGULAR_EXPRESSION "\"attempt\": 12,[^}]*\"then\": {[^}]*\"move_to_error\"")
 bus_scenario_refused("--explain names the endpoints there are when asked for one there is not"
   ARGS --explain shiping --exception runtime_error ${_scenario_samples}/twelve_attempts.json
   EXPECTED "no endpoint 'shiping' (the endpoints: sales)")

@@ -75,6 +75,7 @@ struct arguments {
 std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& err) {
   arguments a;
   explain_request explain;
+  bool explaining = false;      // --explain
   bool explain_options = false; // one of --exception, --message, --svg, --json
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -124,12 +125,12 @@ std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& er
       auto v = value();
       if (!v)
         return std::nullopt;
-      if (arg == "--explain")
-        a.explain = explain_request{};
-      (arg == "--explain"     ? explain.endpoint
-       : arg == "--exception" ? explain.exception
-       : arg == "--message"   ? explain.message_type
-                              : explain.svg_file.emplace()) = *v;
+      std::string* field = arg == "--explain"     ? &explain.endpoint
+                           : arg == "--exception" ? &explain.exception
+                           : arg == "--message"   ? &explain.message_type
+                                                  : &explain.svg_file.emplace();
+      *field = *v;
+      explaining = explaining || arg == "--explain";
       explain_options = explain_options || arg != "--explain";
     } else if (arg == "--json") {
       explain.json = explain_options = true;
@@ -150,7 +151,7 @@ std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& er
     err << usage;
     return std::nullopt;
   }
-  if (a.explain) {
+  if (explaining) {
     if (explain.exception.empty()) {
       err << "bus-scenario: --explain needs --exception TYPE (or a \"throw\" step as JSON)\n";
       return std::nullopt;
