@@ -161,8 +161,12 @@ add_dependencies(rabbitmq_cluster_tests busctl)
 target_include_directories(rabbitmq_cluster_tests PRIVATE "${PROJECT_SOURCE_DIR}/tests"
   "${CMAKE_CURRENT_LIST_DIR}" "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # delay level names
 target_precompile_headers(rabbitmq_cluster_tests PRIVATE <caf/all.hpp>)
+# TIMEOUT: above what a kill case may wait by its own deadlines (210 s
+# for the flow, the carrying on, the ends and the error queue) plus a
+# revive, which took up to 150 s on a loaded machine; below it a slow run
+# was killed without saying which wait ran out.
 catch_discover_tests(rabbitmq_cluster_tests TEST_PREFIX "rabbitmq_cluster_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq_cluster
              RESOURCE_LOCK rabbitmq_cluster
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_cluster_dir}"
-             TIMEOUT 240)
+             TIMEOUT 420)
