@@ -17,6 +17,8 @@
 
 namespace bus {
 
+class error_queue_access; // bus/failed_messages.hpp
+
 // Envelopes travel shared and immutable from the transport to the handler;
 // whoever needs a changed one (a redelivery, an error-queue copy) copies it.
 using envelope_ptr = std::shared_ptr<const envelope>;
@@ -181,6 +183,11 @@ public:
   // at any time; it must not block. This default suits a transport with no
   // connection to lose (in memory): always connected, never reconnected.
   [[nodiscard]] virtual transport_health health() const { return {}; }
+
+  // How an operator reads, replays and deletes the messages of its error
+  // queues (bus/failed_messages.hpp), living as long as the transport;
+  // null where the transport offers none (the bus's page then says so).
+  [[nodiscard]] virtual error_queue_access* error_queues() noexcept { return nullptr; }
 };
 
 using transport_ptr = std::shared_ptr<transport>;

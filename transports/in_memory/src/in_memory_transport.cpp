@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "in_memory_error_queues.hpp"
+
 namespace bus {
 
 namespace {
@@ -11,6 +13,13 @@ error no_such_queue(const std::string& queue) {
 }
 
 } // namespace
+
+in_memory_transport::in_memory_transport()
+  : error_queues_(std::make_unique<detail::in_memory_error_queues>(*this)) {}
+
+in_memory_transport::~in_memory_transport() = default;
+
+error_queue_access* in_memory_transport::error_queues() noexcept { return error_queues_.get(); }
 
 result<void> in_memory_transport::declare_queue(const std::string& queue) {
   if (queue.empty())
@@ -164,6 +173,24 @@ std::size_t in_memory_transport::unacked(const std::string& queue) const {
 bool in_memory_transport::has_queue(const std::string& queue) const {
   std::lock_guard<std::mutex> guard(mutex_);
   return queues_.count(queue) != 0;
+}
+
+std::vector<envelope_ptr>
+in_memory_transport::take(const std::string& queue,
+                          const std::function<bool(const envelope&)>& selected) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  std::vector<envelope_ptr> out;
+  auto it = queues_.find(queue);
+  if (it == queues_.end())
+    return out;
+  auto& ready = it->second.ready;
+  auto kept = std::stable_partition(ready.begin(), ready.end(), [&](const waiting& w) {
+    return !selected(*w.message);
+  });
+  for (auto i = kept; i != ready.end(); ++i)
+    out.push_back(std::move(i->message));
+  ready.erase(kept, ready.end());
+  return out;
 }
 
 void in_memory_transport::enqueue(const std::string& name, queue_state& q, envelope_ptr msg,

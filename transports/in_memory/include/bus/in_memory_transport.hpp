@@ -14,6 +14,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -23,9 +25,14 @@
 
 namespace bus {
 
+namespace detail {
+class in_memory_error_queues;
+} // namespace detail
+
 class in_memory_transport final : public transport {
 public:
-  in_memory_transport() = default;
+  in_memory_transport();
+  ~in_memory_transport() override;
 
   [[nodiscard]] std::string_view name() const noexcept override { return "in_memory"; }
   [[nodiscard]] transport_capabilities capabilities() const noexcept override { return {}; }
@@ -52,6 +59,14 @@ public:
   // Deliveries made from `queue` and not settled yet.
   [[nodiscard]] std::size_t unacked(const std::string& queue) const;
   [[nodiscard]] bool has_queue(const std::string& queue) const;
+
+  // Removes the waiting messages of `queue` that `selected` accepts and
+  // returns them, oldest first: what an operator's replay or purge takes.
+  std::vector<envelope_ptr> take(const std::string& queue,
+                                 const std::function<bool(const envelope&)>& selected);
+
+  // Reading, replaying and purging error queues (bus/failed_messages.hpp).
+  [[nodiscard]] error_queue_access* error_queues() noexcept override;
 
 private:
   result<void> send_shared(const std::string& queue, envelope_ptr msg);
@@ -103,6 +118,7 @@ private:
   std::unordered_map<std::string, std::vector<std::string>> subscribers_; // type -> queues
   std::unordered_map<std::uint64_t, outstanding> outstanding_;
   std::uint64_t next_tag_ = 1;
+  std::unique_ptr<detail::in_memory_error_queues> error_queues_;
 };
 
 } // namespace bus
