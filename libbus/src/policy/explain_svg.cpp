@@ -27,6 +27,7 @@ constexpr int dot_radius = 7;
 constexpr int line_height = 16;
 constexpr int wrap_at = 110;     // characters per line of the texts above and below
 constexpr int char_width = 7;    // an estimate at 12 px, for the document's width
+constexpr int bold_char_width = 9; // the same at 14 px bold (the summary line), rounded up
 constexpr int end_box_width = 96;
 
 std::string escaped(std::string_view text) {
@@ -255,7 +256,8 @@ int draw_timeline(svg_text& svg, const explanation& e, int axis) {
 std::string to_svg(const explanation& e) {
   svg_text svg;
   int y = margin + 6;
-  svg.text(margin, y, summary(e),
+  const auto first_line = summary(e);
+  svg.text(margin, y, first_line,
            "font-size=\"14\" font-weight=\"bold\" fill=\"" + std::string(text_colour) + "\"");
   y += line_height + 4;
   const std::string note = "fill=\"" + std::string(note_colour) + "\"";
@@ -275,7 +277,8 @@ std::string to_svg(const explanation& e) {
     y = svg.paragraph(y, "retries charged to the " + describe(*e.retry_budget), note);
 
   // Wide enough for the timeline and for the longest line of text.
-  int width = right + margin;
+  int width = std::max(right + margin,
+                       margin * 2 + bold_char_width * static_cast<int>(first_line.size()));
   for (const std::string* text : {&e.rule_text, &e.reason, &e.dependency_clause})
     width = std::max(width, margin * 2 + char_width * std::min<int>(wrap_at, text->size()));
   return svg.document(width, y + margin - line_height / 2,

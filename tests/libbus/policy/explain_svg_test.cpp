@@ -91,3 +91,21 @@ TEST_CASE("a plan longer than the drawing is drawn to its 24th attempt, then how
   CHECK(svg.find(">error queue<") != std::string::npos);
   check_golden("long_plan", svg);
 }
+
+TEST_CASE("a short plan's drawing is as wide as its bold summary line, so the line is never cut",
+          "[policy][svg]") {
+  // One attempt, then the error queue: a narrow timeline under a long
+  // first line (the page shows such plans in a box as wide as the SVG).
+  auto config = config_of([](bus::policy_builder& p) { p.on_any().dead_letter(); });
+  auto e = bus::explain(config, validation_error());
+  auto svg = bus::to_svg(e);
+  auto start = svg.find("font-weight=\"bold\"");
+  REQUIRE(start != std::string::npos);
+  start = svg.find('>', start) + 1;
+  auto summary = svg.substr(start, svg.find('<', start) - start);
+  CHECK(summary.size() > 50);
+  auto width_at = svg.find("width=\"") + 7;
+  auto width = std::stoi(svg.substr(width_at, svg.find('"', width_at) - width_at));
+  // 14 px bold: about 8.5 px a character in DejaVu Sans, plus the margins.
+  CHECK(width >= static_cast<int>(summary.size()) * 17 / 2);
+}
