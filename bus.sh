@@ -25,7 +25,8 @@ PACKAGES=(cmake ninja-build g++ ccache git
           librabbitmq-dev libcurl4-openssl-dev rabbitmq-server openssl
           libsqlite3-dev libpq-dev postgresql-15
           prometheus-cpp-dev libcivetweb-dev curl
-          clang libclang-rt-14-dev libxml2-utils)
+          clang libclang-rt-14-dev libxml2-utils
+          chromium chromium-driver python3-selenium)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -6,12 +6,14 @@
 #include <set>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <unistd.h>
 
 #include <caf/all.hpp>
 
 #include "atoms.hpp"
+#include "dashboard/dashboard.hpp"
 #include "dependencies.hpp"
 #include "endpoint_actor.hpp"
 #include "endpoint_runtime.hpp"
@@ -81,6 +83,7 @@ struct message_bus::impl {
     // flags say whether it was asked to stop and whether it finished.
     std::shared_ptr<detail::endpoint_run> run;
     caf::actor actor;
+    std::shared_ptr<retry_budget> budget; // the run's, for the page; null: none
     bool removed = false; // remove_endpoint(): never started again, counters still readable
 
     [[nodiscard]] bool active() const { return actor && !run->finished.load(); }
@@ -91,6 +94,7 @@ struct message_bus::impl {
   struct launched {
     std::shared_ptr<detail::endpoint_run> run;
     caf::actor actor;
+    std::shared_ptr<retry_budget> budget;
   };
 
   // A bus is created, runs, and after a stop may run again; sends from
@@ -173,6 +177,62 @@ struct message_bus::impl {
     return v;
   }
 
+  // What the page reads of the bus: the metrics' view and the rest.
+  detail::dashboard::view dashboard_view() const {
+    detail::dashboard::view v;
+    v.bus_name = name;
+    v.now = clock();
+    v.bus = view();
+    v.gates = gates;
+    std::lock_guard<std::mutex> guard(mutex);
+    for (const auto& ev : v.bus.endpoints) {
+      auto e = endpoints.find(ev.name); // removed between the two locks: no extras
+      v.extras.push_back(e == endpoints.end()
+                           ? detail::dashboard::endpoint_extras{}
+                           : detail::dashboard::endpoint_extras{e->second.definition.error_queue,
+                                                                e->second.budget});
+    }
+    return v;
+  }
+
+  // message_bus::explain.
+  result<explanation> explain(const std::string& endpoint, const std::string& message_type,
+                              const std::exception_ptr& exception) const {
+    std::shared_ptr<const recoverability_config> config;
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      auto it = endpoints.find(endpoint);
+      if (it == endpoints.end())
+        return error{errc::invalid_configuration,
+                     "no endpoint '" + endpoint + "' (the endpoints: "
+                       + join_names(endpoints, [](const auto& e) { return e.first; }) + ")"};
+      const auto& handlers = it->second.definition.handlers;
+      auto name_of = [this](const detail::handler_slot& h) {
+        return registry->find(h.cpp_type)->name;
+      };
+      for (const auto& h : handlers)
+        if (name_of(h) == message_type || (message_type.empty() && handlers.size() == 1))
+          config = h.recoverability;
+      if (!config)
+        return error{errc::invalid_configuration,
+                     "endpoint '" + endpoint + "' has "
+                       + (message_type.empty() ? std::string("several handlers")
+                                               : "no handler for '" + message_type + "'")
+                       + " (it handles: " + join_names(handlers, name_of) + ")"};
+    }
+    return ::bus::explain(*config, exception);
+  }
+
+  // What `endpoint`'s handlers threw lately (the page explains those).
+  result<std::vector<detail::recent_exceptions::entry>> recent_exceptions(
+    const std::string& endpoint) const {
+    std::lock_guard<std::mutex> guard(mutex);
+    auto it = endpoints.find(endpoint);
+    if (it == endpoints.end() || it->second.removed)
+      return error{errc::invalid_configuration, "no endpoint '" + endpoint + "'"};
+    return it->second.status->exceptions.all();
+  }
+
   // Declares the endpoint's queues and subscriptions, spawns its actor and
   // consumes. Its deliveries wait in the actor until commit(); a launch that
   // fails leaves nothing consuming and its actor stopping.
@@ -192,6 +252,7 @@ struct message_bus::impl {
         return ok.error();
     log_policies(def);
     auto run = std::make_shared<detail::endpoint_run>();
+    auto budget = detail::budget_for(def, options, budgets);
     detail::endpoint_runtime::settings settings{limits,
                                                 jitter_seed,
                                                 observer,
@@ -199,7 +260,7 @@ struct message_bus::impl {
                                                 deterministic,
                                                 spans,
                                                 gates,
-                                                detail::budget_for(def, options, budgets),
+                                                budget,
                                                 send_later()};
     auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
                                                                e.status, run, std::move(settings));
@@ -213,7 +274,7 @@ struct message_bus::impl {
       stop_endpoint(*run, actor);
       return consuming.error();
     }
-    return launched{std::move(run), std::move(actor)};
+    return launched{std::move(run), std::move(actor), std::move(budget)};
   }
 
   // The start succeeded: the launch becomes the endpoint's run, and its
@@ -222,6 +283,7 @@ struct message_bus::impl {
     caf::anon_send(l.actor, detail::go_atom::value);
     e.run = std::move(l.run);
     e.actor = std::move(l.actor);
+    e.budget = std::move(l.budget);
   }
 
   // The start failed elsewhere: the launch stops consuming now, before a
@@ -396,6 +458,18 @@ bus_builder& bus_builder::metrics(std::string address) {
   return *this;
 }
 
+bus_builder& bus_builder::dashboard_token(std::string token) {
+  dashboard_token_ = std::move(token);
+  return *this;
+}
+
+std::string bus_builder::dashboard_token() const {
+  if (dashboard_token_)
+    return *dashboard_token_;
+  const char* from_environment = std::getenv("BUS_DASHBOARD_TOKEN");
+  return from_environment ? from_environment : "";
+}
+
 bus_builder& bus_builder::metrics_registry(std::shared_ptr<prometheus::Registry> registry,
                                            duration refresh) {
   if (!registry)
@@ -482,9 +556,16 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   endpoints_.clear();
   if (state->sends) {
     auto* raw = state.get();
+    detail::dashboard::dashboard::sources page_sources{
+      [raw] { return raw->dashboard_view(); }, transport_->error_queues(), dashboard_token(),
+      [raw](const std::string& endpoint) { return raw->recent_exceptions(endpoint); },
+      [raw](const std::string& endpoint, const std::string& message_type,
+            const std::exception_ptr& e) { return raw->explain(endpoint, message_type, e); }};
+    auto page = std::make_shared<const detail::dashboard::dashboard>(std::move(page_sources));
     auto metrics = detail::metrics::service::start(
-      {metrics_address_, metrics_registry_, metrics_refresh_}, [raw] { return raw->view(); },
-      state->sends);
+      {metrics_address_, metrics_registry_, metrics_refresh_,
+       [page](const detail::metrics::http_request& r) { return page->answer(r); }},
+      [raw] { return raw->view(); }, state->sends);
     if (!metrics)
       return metrics.error();
     state->metrics = std::move(*metrics);
@@ -643,30 +724,7 @@ std::vector<std::string> message_bus::endpoint_names() const {
 result<explanation> message_bus::explain(const std::string& endpoint,
                                          const std::string& message_type,
                                          const std::exception_ptr& exception) const {
-  std::shared_ptr<const recoverability_config> config;
-  {
-    std::lock_guard<std::mutex> guard(impl_->mutex);
-    auto it = impl_->endpoints.find(endpoint);
-    if (it == impl_->endpoints.end())
-      return error{errc::invalid_configuration,
-                   "no endpoint '" + endpoint + "' (the endpoints: "
-                       + join_names(impl_->endpoints, [](const auto& e) { return e.first; })
-                       + ")"};
-    const auto& handlers = it->second.definition.handlers;
-    auto name_of = [this](const detail::handler_slot& h) {
-      return impl_->registry->find(h.cpp_type)->name;
-    };
-    for (const auto& h : handlers)
-      if (name_of(h) == message_type || (message_type.empty() && handlers.size() == 1))
-        config = h.recoverability;
-    if (!config)
-      return error{errc::invalid_configuration,
-                   "endpoint '" + endpoint + "' has "
-                       + (message_type.empty() ? std::string("several handlers")
-                                               : "no handler for '" + message_type + "'")
-                       + " (it handles: " + join_names(handlers, name_of) + ")"};
-  }
-  return ::bus::explain(*config, exception);
+  return impl_->explain(endpoint, message_type, exception);
 }
 
 const message_registry& message_bus::registry() const noexcept { return *impl_->registry; }

@@ -265,6 +265,8 @@ void on_failure(consumer* self, std::exception_ptr error) {
   // the policy's rules all read what it saw.
   cur.last_exception = caught_exception(std::move(error));
   cur.last_what = cur.last_exception.describe();
+  rt.status().exceptions.remember(cur.last_what.type, cur.item.message->message_type,
+                                  cur.last_exception.pointer());
   rt.emit(event_kind::failed, *cur.item.message, [&](bus_event& e) {
     e.attempt = cur.attempt;
     e.exception_type = cur.last_what.type;

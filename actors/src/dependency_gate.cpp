@@ -26,11 +26,29 @@ dependency_breaker_settings dependency_gate::settings() const {
   return breaker_.settings();
 }
 
+std::vector<breaker_change> dependency_gate::recent_changes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return {changes_.begin(), changes_.end()};
+}
+
+void dependency_gate::remember(dependency_breaker::transition t, time_point now) {
+  using tr = dependency_breaker::transition;
+  if (t == tr::none)
+    return;
+  auto to = t == tr::opened        ? breaker_state::open
+            : t == tr::half_opened ? breaker_state::half_open
+                                   : breaker_state::closed;
+  changes_.push_back({to, now});
+  if (changes_.size() > recent_limit)
+    changes_.pop_front();
+}
+
 void dependency_gate::record_success(time_point now, bool probe) {
   dependency_breaker::transition t;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     t = breaker_.record_success(now, probe);
+    remember(t, now);
     closed_.store(breaker_.closed(), std::memory_order_release);
   }
   if (t != dependency_breaker::transition::none)
@@ -43,6 +61,7 @@ bool dependency_gate::record_failure(time_point now, bool probe) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     t = breaker_.record_failure(now, probe);
+    remember(t, now);
     closed = breaker_.closed();
     closed_.store(closed, std::memory_order_release);
   }
@@ -53,7 +72,14 @@ bool dependency_gate::record_failure(time_point now, bool probe) {
 
 bool dependency_gate::try_probe(time_point now) {
   std::lock_guard<std::mutex> guard(mutex_);
-  return breaker_.try_probe(now);
+  // An open breaker whose wait is over turns half-open as its first probe
+  // is taken; the pure breaker does not report that as a transition.
+  bool opening_ends = !breaker_.closed() && breaker_.state(now) == breaker_state::half_open
+                      && (changes_.empty() || changes_.back().to != breaker_state::half_open);
+  bool taken = breaker_.try_probe(now);
+  if (taken && opening_ends)
+    remember(dependency_breaker::transition::half_opened, now);
+  return taken;
 }
 
 void dependency_gate::release_probe(bool tell) {

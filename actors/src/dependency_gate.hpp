@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,12 @@
 
 namespace bus::detail {
 
+// One change of a breaker's state, for people (the bus's page).
+struct breaker_change {
+  breaker_state to = breaker_state::closed;
+  time_point at{};
+};
+
 class dependency_gate {
 public:
   dependency_gate(std::string name, dependency_breaker_settings settings);
@@ -34,6 +41,9 @@ public:
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   [[nodiscard]] time_point open_until() const;
   [[nodiscard]] dependency_breaker_settings settings() const;
+  // Its last changes of state, oldest first (at most recent_limit).
+  [[nodiscard]] std::vector<breaker_change> recent_changes() const;
+  static constexpr std::size_t recent_limit = 8;
 
   // A success of an attempt that needed the dependency.
   void record_success(time_point now, bool probe);
@@ -51,11 +61,13 @@ public:
 
 private:
   void tell_listeners();
+  void remember(dependency_breaker::transition t, time_point now); // mutex_ held
 
   const std::string name_;
   mutable std::mutex mutex_;
   dependency_breaker breaker_;        // guarded by mutex_
   std::vector<caf::actor> listeners_; // guarded by mutex_
+  std::deque<breaker_change> changes_; // guarded by mutex_
   std::atomic<bool> closed_{true};    // breaker_.closed(), written under mutex_
 };
 

@@ -23,6 +23,7 @@
 #include "dependency_gate.hpp"
 #include "bus/policy/retry_budget.hpp"
 #include "logging.hpp"
+#include "recent_exceptions.hpp"
 
 namespace bus::detail::metrics {
 class endpoint_instruments;
@@ -34,6 +35,8 @@ namespace bus::detail {
 // counting), readable from any thread.
 struct endpoint_status {
   endpoint_counters counters;
+  // What its handlers threw lately, for the page's explained policies.
+  recent_exceptions exceptions;
   // Handler durations for metrics; null when metrics are off. Set when the
   // endpoint is defined, before any actor or scrape sees it, then fixed.
   std::shared_ptr<metrics::endpoint_instruments> instruments;

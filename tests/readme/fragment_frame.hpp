@@ -83,6 +83,7 @@ void alert(const std::string& text);
 void insert_invoice(sqlite3* db, const order_placed& m);
 struct tracer_handle {};
 void export_span(tracer_handle tracer, const bus::attempt_span& span);
+std::string read_secret(); // the page's token, from wherever the service keeps secrets
 
 } // namespace readme_frame
 

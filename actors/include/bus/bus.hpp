@@ -175,12 +175,20 @@ public:
   bus_builder& metrics_registry(std::shared_ptr<prometheus::Registry> registry,
                                 duration refresh = std::chrono::seconds(1));
 
+  // The bus's page (README, "The bus's page") is served at / of the
+  // metrics address, read-only. With a token, it may also replay and
+  // delete failed messages: each such request is a POST carrying
+  // "Authorization: Bearer <token>". Without this call, the environment
+  // variable BUS_DASHBOARD_TOKEN gives the token, if set and not empty.
+  bus_builder& dashboard_token(std::string token);
+
   // Checks the whole configuration and reports every mistake at once, in
   // one errc::invalid_configuration error, one line per mistake.
   [[nodiscard]] result<std::unique_ptr<message_bus>> build();
 
 private:
   bus_builder& remember(result<void> step);
+  [[nodiscard]] std::string dashboard_token() const; // the builder's, else the environment's
 
   caf::actor_system* system_;
   std::shared_ptr<message_registry> registry_;
@@ -202,6 +210,7 @@ private:
   std::optional<std::string> metrics_address_;
   std::shared_ptr<prometheus::Registry> metrics_registry_;
   duration metrics_refresh_ = std::chrono::seconds(1);
+  std::optional<std::string> dashboard_token_;
 };
 
 class message_bus {

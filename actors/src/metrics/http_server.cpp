@@ -20,6 +20,70 @@ void reply(mg_connection* conn, int status, const char* reason, const char* type
   mg_write(conn, body.data(), body.size());
 }
 
+const char* reason_of(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 503: return "Service Unavailable";
+    default: return status < 500 ? "Client Error" : "Internal Server Error";
+  }
+}
+
+// Reads the request whole; false if its body is larger than max_body.
+bool read_request(mg_connection* conn, http_request& out) {
+  const auto* info = mg_get_request_info(conn);
+  out.method = info->request_method ? info->request_method : "";
+  out.path = info->local_uri ? info->local_uri : "/";
+  out.query = info->query_string ? info->query_string : "";
+  if (const char* auth = mg_get_header(conn, "Authorization"))
+    out.authorization = auth;
+  char buffer[4096];
+  for (;;) {
+    int n = mg_read(conn, buffer, sizeof buffer);
+    if (n <= 0)
+      return true;
+    if (out.body.size() + static_cast<std::size_t>(n) > http_request::max_body)
+      return false;
+    out.body.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+// Every path without a route of its own, any method.
+class other_route final : public CivetHandler {
+public:
+  explicit other_route(const http_server::routes& serve) : serve_(serve) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override { return answer(conn); }
+  bool handlePost(CivetServer*, mg_connection* conn) override { return answer(conn); }
+  bool handlePut(CivetServer*, mg_connection* conn) override { return answer(conn); }
+  bool handleDelete(CivetServer*, mg_connection* conn) override { return answer(conn); }
+
+private:
+  bool answer(mg_connection* conn) {
+    http_request request;
+    if (!read_request(conn, request)) {
+      reply(conn, 413, reason_of(413), "text/plain; charset=utf-8", "request body too large\n");
+      return true;
+    }
+    if (!serve_.other) {
+      reply(conn, 404, reason_of(404), "text/plain; charset=utf-8", "not found\n");
+      return true;
+    }
+    try {
+      auto r = serve_.other(request);
+      reply(conn, r.status, reason_of(r.status), r.content_type.c_str(), r.body);
+    } catch (const std::exception& e) {
+      reply(conn, 500, reason_of(500), "text/plain; charset=utf-8",
+            std::string("cannot answer: ") + e.what() + '\n');
+    }
+    return true;
+  }
+  const http_server::routes& serve_;
+};
+
 // One route: GET only; what it answers comes from `answer`.
 class route final : public CivetHandler {
 public:
@@ -53,6 +117,7 @@ struct http_server::impl {
     reply(c, h.ready ? 200 : 503, h.ready ? "OK" : "Service Unavailable",
           "text/plain; charset=utf-8", h.describe());
   }};
+  other_route other{serve};
   std::unique_ptr<CivetServer> server; // last: stopped before the routes go
 };
 
@@ -70,6 +135,7 @@ result<std::unique_ptr<http_server>> http_server::start(const std::string& addre
   state->server->addHandler("/metrics", state->metrics);
   state->server->addHandler("/health/live", state->live);
   state->server->addHandler("/health/ready", state->ready);
+  state->server->addHandler("/", state->other);
   auto ports = state->server->getListeningPorts();
   auto host = address.substr(0, address.rfind(':'));
   auto bound = ports.empty() ? address : host + ':' + std::to_string(ports.front());

@@ -23,6 +23,8 @@ struct service_options {
   std::optional<std::string> address;                 // serve here ("host:port")
   std::shared_ptr<prometheus::Registry> user_registry; // register into this one
   duration refresh = std::chrono::seconds(1);         // sync period for user_registry
+  // What the listener answers beyond /metrics and /health (the bus's page).
+  std::function<http_response(const http_request&)> other_routes;
 };
 
 class service {

@@ -16,9 +16,10 @@ struct http_answer {
   std::string body;
 };
 
-// GET http://<address><path> with curl; the status from curl's -w.
-inline http_answer http_get(const std::string& address, const std::string& path) {
-  auto command = "curl -s --max-time 10 -w '\\n%{http_code}' 'http://" + address + path + "'";
+// Runs curl (its arguments already quoted for the shell) and reads its
+// answer: the body, then the status written by -w on a line of its own.
+inline http_answer run_curl(const std::string& arguments) {
+  auto command = "curl -s --max-time 10 -w '\\n%{http_code}' " + arguments;
   http_answer a;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe)
@@ -34,6 +35,23 @@ inline http_answer http_get(const std::string& address, const std::string& path)
   a.status = std::atoi(out.c_str() + nl + 1);
   a.body = out.substr(0, nl);
   return a;
+}
+
+// GET http://<address><path> with curl.
+inline http_answer http_get(const std::string& address, const std::string& path) {
+  return run_curl("'http://" + address + path + "'");
+}
+
+// `method` http://<address><path> with a JSON body (no single quotes in
+// it) and, unless empty, an Authorization header.
+inline http_answer http_send(const std::string& method, const std::string& address,
+                             const std::string& path, const std::string& json_body,
+                             const std::string& authorization = {}) {
+  std::string args = "-X " + method + " -H 'Content-Type: application/json' --data '" + json_body
+                     + "' ";
+  if (!authorization.empty())
+    args += "-H 'Authorization: " + authorization + "' ";
+  return run_curl(args + "'http://" + address + path + "'");
 }
 
 // The value of the sample `name` whose labels include every one of
