@@ -1,7 +1,6 @@
 #include "bus/policy/explain_svg.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -10,95 +9,13 @@
 #include <variant>
 #include <vector>
 
+#include "bus/svg_drawing.hpp"
+
 namespace bus {
 
 namespace {
 
-// Colours of the attempt kinds, from one palette the page uses too.
-constexpr std::string_view retry_colour = "#3b6fc4";      // first delivery, immediate retries
-constexpr std::string_view redelivery_colour = "#c77c1e"; // a delivery after a redelivery
-constexpr std::string_view error_colour = "#b3261e";
-constexpr std::string_view discard_colour = "#6b6b6b";
-constexpr std::string_view text_colour = "#222222";
-constexpr std::string_view note_colour = "#555555";
-
-constexpr int margin = 20;
-constexpr int dot_radius = 7;
-constexpr int line_height = 16;
-constexpr int wrap_at = 110;     // characters per line of the texts above and below
-constexpr int char_width = 7;    // an estimate at 12 px, for the document's width
-constexpr int bold_char_width = 9; // the same at 14 px bold (the summary line), rounded up
-constexpr int end_box_width = 96;
-
-std::string escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// "200ms", "1.5s", "5m", "1h 30m": short enough to label a gap.
-std::string short_duration(duration d) {
-  auto ms = std::max<long long>(d.count(), 0);
-  if (ms < 1000)
-    return std::to_string(ms) + "ms";
-  if (ms < 60'000) {
-    auto text = std::to_string(ms / 1000);
-    if (auto rest = ms % 1000; rest != 0) {
-      auto fraction = std::to_string(1000 + rest).substr(1); // three digits
-      fraction.erase(fraction.find_last_not_of('0') + 1);
-      text += "." + fraction;
-    }
-    return text + "s";
-  }
-  auto join = [](long long big, const char* big_unit, long long small, const char* small_unit) {
-    return std::to_string(big) + big_unit
-           + (small ? " " + std::to_string(small) + small_unit : std::string());
-  };
-  auto seconds = ms / 1000;
-  if (seconds < 3600)
-    return join(seconds / 60, "m", seconds % 60, "s");
-  if (seconds < 86'400)
-    return join(seconds / 3600, "h", seconds / 60 % 60, "m");
-  return join(seconds / 86'400, "d", seconds / 3600 % 24, "h");
-}
-
-// Words of `text` in lines of at most wrap_at characters (a longer word
-// gets a line of its own).
-std::vector<std::string> wrapped(std::string_view text) {
-  std::vector<std::string> lines;
-  std::string line;
-  while (!text.empty()) {
-    auto space = text.find(' ');
-    auto word = text.substr(0, space);
-    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
-    if (!line.empty() && line.size() + 1 + word.size() > static_cast<std::size_t>(wrap_at)) {
-      lines.push_back(std::move(line));
-      line.clear();
-    }
-    if (!line.empty())
-      line += ' ';
-    line += word;
-  }
-  if (!line.empty())
-    lines.push_back(std::move(line));
-  return lines;
-}
-
-// The width of a gap before a delay: logarithmic in milliseconds, so that
-// 0 ms is 36 px, 1 s 84 px, 5 min 124 px and a day 175 px.
-int gap_width(duration delay) {
-  auto ms = static_cast<double>(std::max<long long>(delay.count(), 0));
-  return 36 + static_cast<int>(std::lround(16.0 * std::log10(1.0 + ms)));
-}
+using namespace detail::svg;
 
 struct link {
   duration delay{};
@@ -119,52 +36,6 @@ std::optional<link> link_after(const action& then) {
       },
       then);
 }
-
-class svg_text {
-public:
-  void text(int x, int y, std::string_view content, std::string_view attributes = {}) {
-    body_ += "<text x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\"";
-    if (!attributes.empty())
-      body_ += " " + std::string(attributes);
-    body_ += ">" + escaped(content) + "</text>\n";
-  }
-  void line(int x1, int y, int x2, std::string_view colour, bool dashed) {
-    body_ += "<line x1=\"" + std::to_string(x1) + "\" y1=\"" + std::to_string(y) + "\" x2=\""
-             + std::to_string(x2) + "\" y2=\"" + std::to_string(y) + "\" stroke=\""
-             + std::string(colour) + "\" stroke-width=\"2\""
-             + (dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
-  }
-  void dot(int x, int y, std::string_view colour) {
-    body_ += "<circle cx=\"" + std::to_string(x) + "\" cy=\"" + std::to_string(y) + "\" r=\""
-             + std::to_string(dot_radius) + "\" fill=\"" + std::string(colour) + "\"/>\n";
-  }
-  void box(int x, int y, int width, int height, std::string_view colour) {
-    body_ += "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\""
-             + std::to_string(width) + "\" height=\"" + std::to_string(height)
-             + "\" rx=\"4\" fill=\"" + std::string(colour) + "\"/>\n";
-  }
-  // Lines of wrapped text from `y` on; returns the y after them.
-  int paragraph(int y, std::string_view content, std::string_view attributes) {
-    for (const auto& l : wrapped(content)) {
-      text(margin, y, l, attributes);
-      y += line_height;
-    }
-    return y;
-  }
-
-  [[nodiscard]] std::string document(int width, int height, std::string_view title) const {
-    auto w = std::to_string(width);
-    auto h = std::to_string(height);
-    return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + w + "\" height=\"" + h
-           + "\" viewBox=\"0 0 " + w + " " + h
-           + "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n<title>"
-           + escaped(title) + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-           + body_ + "</svg>\n";
-  }
-
-private:
-  std::string body_;
-};
 
 // Where a plan ends: the box's text, the summary's words, the box's colour.
 struct ending {
@@ -207,7 +78,7 @@ std::string summary(const explanation& e) {
 
 // Draws the dots, links and end of `e`'s plan on the line at `axis`;
 // returns the x where the drawing ends.
-int draw_timeline(svg_text& svg, const explanation& e, int axis) {
+int draw_timeline(canvas& svg, const explanation& e, int axis) {
   const std::string note = "fill=\"" + std::string(note_colour) + "\"";
   const std::string small = "text-anchor=\"middle\" font-size=\"10\" " + note;
   const auto drawn = std::min(e.plan.size(), svg_plan_attempts);
@@ -254,7 +125,7 @@ int draw_timeline(svg_text& svg, const explanation& e, int axis) {
 } // namespace
 
 std::string to_svg(const explanation& e) {
-  svg_text svg;
+  canvas svg;
   int y = margin + 6;
   const auto first_line = summary(e);
   svg.text(margin, y, first_line,
