@@ -283,3 +283,29 @@ bus_scenario_refused("--svg without --explain is refused"
 bus_scenario_refused("--explain with an exception type there is not names the likely one"
   ARGS --explain sales --exception http_eror ${_scenario_samples}/twelve_attempts.json
   EXPECTED "--exception.throw: unknown exception type \"http_eror\"")
+
+# bus_scenario_drawn(<sentence> <sample>): bus-scenario --timeline draws the
+# run of samples/scenarios/<sample>.json as docs/images/<sample>.run.svg,
+# the documentation's picture (scripts/doc-pictures.sh draws it again).
+function(bus_scenario_drawn sentence sample)
+  add_test(NAME "scenario: ${sentence}"
+           COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:bus-scenario>
+                   -DSCENARIO=${_scenario_samples}/${sample}.json
+                   -DEXPECTED_SVG=${PROJECT_SOURCE_DIR}/docs/images/${sample}.run.svg
+                   -DXMLLINT=${BUS_XMLLINT} -DOUT_DIR=${CMAKE_CURRENT_BINARY_DIR}
+                   -P ${_scenario_tests}/check_timeline.cmake)
+endfunction()
+
+bus_scenario_drawn("drawn, the 12-attempt example's run: three deliveries of four attempts, then the error queue"
+  twelve_attempts)
+bus_scenario_drawn("drawn, a dependency breaker's run: held-back attempts in grey, every message handled in the end"
+  dependency_breaker)
+bus_scenario_refused("--timeline goes with a run, not with --explain"
+  ARGS --explain sales --exception runtime_error --timeline out.svg
+       ${_scenario_samples}/twelve_attempts.json
+  EXPECTED "no --real-time, --transport or --timeline")
+bus_scenario_refused("a timeline that cannot be written fails the run, and says where"
+  ARGS --timeline ${CMAKE_CURRENT_BINARY_DIR}/no-such-directory/run.svg
+       ${_scenario_samples}/twelve_attempts.json
+  EXIT_CODE 1
+  EXPECTED "cannot write the timeline to")

@@ -117,11 +117,13 @@ nlohmann::ordered_json event_log::line_of(const bus_event& e) const {
 
 void event_log::record(const bus_event& e) noexcept {
   try {
-    auto line = line_of(e).dump();
+    auto json = line_of(e);
+    auto line = json.dump();
     std::lock_guard<std::mutex> guard(mutex_);
     if (closed_)
       return;
     *out_ << line << '\n';
+    lines_.push_back(std::move(json));
     ++counts_[e.kind];
     if (ends_message(e.kind))
       if (auto name = names_->find(e.message_id)) {
@@ -133,6 +135,11 @@ void event_log::record(const bus_event& e) noexcept {
     // An observer must not throw into the bus; a line lost to a full disk
     // is not worth a crash.
   }
+}
+
+std::vector<nlohmann::ordered_json> event_log::lines() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return lines_;
 }
 
 nlohmann::ordered_json event_log::line_of(const raised_fault& f) const {

@@ -54,6 +54,9 @@ public:
   // event, with the attempts the book counted.
   [[nodiscard]] nlohmann::ordered_json summary(const script_book& book) const;
 
+  // Every event line written so far, in order (what --timeline draws).
+  [[nodiscard]] std::vector<nlohmann::ordered_json> lines() const;
+
   // The JSON line for `e` (without the newline), names resolved.
   [[nodiscard]] nlohmann::ordered_json line_of(const bus_event& e) const;
   [[nodiscard]] nlohmann::ordered_json line_of(const raised_fault& f) const;
@@ -77,6 +80,7 @@ private:
   std::map<std::string, std::string> outcomes_; // message name -> its last ending event
   std::map<std::string, std::size_t> endings_;  // message name -> ending events seen
   std::vector<raised_fault> faults_;
+  std::vector<nlohmann::ordered_json> lines_; // the events' lines, as written
   bool closed_ = false;
 };
 

@@ -36,6 +36,7 @@ constexpr const char* usage =
   "  --url URL             the broker, for --transport rabbitmq (amqp://...)\n"
   "  --timeout SECONDS     real time: stop waiting for messages to end (default 60)\n"
   "  --log                 print the bus's log lines to standard error\n"
+  "  --timeline OUT.svg    also draw the run: a lane per message and endpoint\n"
   "  --list-exceptions     print the exception types a scenario can name\n"
   "  --help                print this text\n"
   "\n"
@@ -93,6 +94,11 @@ std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& er
       a.options.real_time = true;
     } else if (arg == "--log") {
       a.options.show_logs = true;
+    } else if (arg == "--timeline") {
+      auto v = value();
+      if (!v)
+        return std::nullopt;
+      a.options.timeline_file = *v;
     } else if (arg == "--transport") {
       auto v = value();
       if (!v)
@@ -156,8 +162,9 @@ std::optional<arguments> parse_arguments(int argc, char** argv, std::ostream& er
       err << "bus-scenario: --explain needs --exception TYPE (or a \"throw\" step as JSON)\n";
       return std::nullopt;
     }
-    if (a.options.real_time || a.options.transport != transport_kind::in_memory) {
-      err << "bus-scenario: --explain runs nothing: no --real-time or --transport\n";
+    if (a.options.real_time || a.options.transport != transport_kind::in_memory
+        || a.options.timeline_file) {
+      err << "bus-scenario: --explain runs nothing: no --real-time, --transport or --timeline\n";
       return std::nullopt;
     }
     a.explain = std::move(explain);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -21,6 +22,7 @@ struct run_options {
   std::string url;                                 // rabbitmq
   std::chrono::seconds timeout{60};                // real time: give up after this long
   bool show_logs = false;                          // the bus's log lines to `err`
+  std::optional<std::string> timeline_file;        // --timeline: the run drawn as SVG
 };
 
 // Exit codes of bus-scenario.

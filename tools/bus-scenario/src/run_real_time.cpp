@@ -12,6 +12,7 @@
 #include "naming_transport.hpp"
 #include "outbox_stores.hpp"
 #include "run.hpp"
+#include "run_timeline.hpp"
 #include "topology.hpp"
 
 namespace bus::scenario {
@@ -86,6 +87,9 @@ int run_on_real_time(const scenario& s, const run_options& options, const std::s
   add_outbox_counts(summary, s, [&bus](const std::string& name) { return bus.stats(name); });
   bool held = settle_expectations(s, log->faults(), summary, file, err);
   out << summary.dump() << '\n';
+  if (options.timeline_file
+      && !write_run_timeline(log->lines(), timeline_title(file), *options.timeline_file, err))
+    return exit_failed;
   return code == exit_ok && !held ? exit_unmet : code;
 }
 

@@ -10,6 +10,7 @@
 #include "naming_transport.hpp"
 #include "outbox_stores.hpp"
 #include "run.hpp"
+#include "run_timeline.hpp"
 #include "topology.hpp"
 
 namespace bus::scenario {
@@ -91,6 +92,9 @@ int run_on_virtual_time(const scenario& s, const run_options& options, const std
   if (options.show_logs)
     for (const auto& line : h.log_lines())
       err << line << '\n';
+  if (options.timeline_file
+      && !write_run_timeline(log->lines(), timeline_title(file), *options.timeline_file, err))
+    return exit_failed;
   return held ? exit_ok : exit_unmet;
 }
 
