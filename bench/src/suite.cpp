@@ -279,6 +279,30 @@ json metrics_section(case_runner& run, const suite_options& o, const sizes& s) {
   return row;
 }
 
+// The cost of an open page (issue 24): the metrics row's bus, serving its
+// page, with a page polling it as a browser does against nobody looking,
+// runs interleaved. Six times the throughput row's messages, so that each
+// run lasts seconds and sees several polls.
+json page_section(case_runner& run, const suite_options& o, const sizes& s) {
+  std::vector<json> closed_runs, open_runs;
+  auto messages = s.throughput * 6;
+  auto args = std::vector<std::string>{"--impl", "bus", "--slots",
+                                       std::to_string(dedicated_row_slots), "--messages",
+                                       std::to_string(messages), "--metrics", "on"};
+  for (int r = 0; r < o.runs; ++r) {
+    closed_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--page", "off"}));
+    open_runs.push_back(run.run("throughput", args + std::vector<std::string>{"--page", "on"}));
+  }
+  json row = {{"slots", dedicated_row_slots},
+              {"messages", messages},
+              {"closed_msgs_per_s", median(closed_runs, "msgs_per_s")},
+              {"open_msgs_per_s", median(open_runs, "msgs_per_s")},
+              {"polls_per_run", median(open_runs, "page_polls")}};
+  row["ratio_open_to_closed"] = ratio(row["open_msgs_per_s"], row["closed_msgs_per_s"]);
+  row["runs"] = {{"closed", closed_runs}, {"open", open_runs}};
+  return row;
+}
+
 // At half of the bus's peak for the same slots, for both sides: the same
 // offered load.
 json latency_section(case_runner& run, const suite_options& o, const sizes& s,
@@ -613,6 +637,12 @@ json evaluate_targets(const json& results) {
                          ">= 0.95", fmt("%.3f", num(m["ratio_on_to_off"])),
                          num(m["ratio_on_to_off"]) >= 0.95));
   }
+  if (results.contains("in_memory") && results["in_memory"].contains("page")) {
+    const auto& p = results["in_memory"]["page"];
+    out.push_back(target("no-op throughput, the bus's page open and polling vs closed (issue 24)",
+                         ">= 0.98", fmt("%.3f", num(p["ratio_open_to_closed"])),
+                         num(p["ratio_open_to_closed"]) >= 0.98));
+  }
   if (results.contains("failure_path")) { // absent with --only rabbitmq|blocking
     const auto& tp = results["in_memory"]["throughput"];
     double worst_ratio = 1e9, best = 0;
@@ -783,6 +813,15 @@ void print_table(const json& results, const suite_options& o) {
                   k(m["off_msgs_per_s"]).c_str(), x(m["ratio_on_to_off"]).c_str(),
                   m["slots"].get<int>());
     }
+    if (results["in_memory"].contains("page")) {
+      const auto& pg = results["in_memory"]["page"];
+      std::printf("  %-6s %12s %12s %8s   <- %d slots, the page open (polling, %s polls a run) "
+                  "vs closed (same run)\n",
+                  (std::to_string(pg["slots"].get<int>()) + "p").c_str(),
+                  k(pg["open_msgs_per_s"]).c_str(), k(pg["closed_msgs_per_s"]).c_str(),
+                  x(pg["ratio_open_to_closed"]).c_str(), pg["slots"].get<int>(),
+                  fmt("%.0f", num(pg["polls_per_run"])).c_str());
+    }
     std::printf("  bus rows: handler_threads(caf_workers), the no-op handler's documented choice\n");
     std::printf("  peer: %s\n", results["peer"]["status"].get<std::string>().c_str());
   }
@@ -927,6 +966,7 @@ int run_suite(const suite_options& o) {
   } else if (!o.rabbitmq_only) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
     results["in_memory"]["metrics"] = metrics_section(run, o, s);
+    results["in_memory"]["page"] = page_section(run, o, s);
     results["in_memory"]["latency"] =
         latency_section(run, o, s, results["in_memory"]["throughput"]);
     results["failure_path"] = failure_section(run, o, s);

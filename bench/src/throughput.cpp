@@ -22,6 +22,7 @@
 #include "actor_system.hpp"
 #include "bench_bus.hpp"
 #include "measure.hpp"
+#include "page_poller.hpp"
 #include "producer.hpp"
 #include "raw_pool.hpp"
 #include "workload.hpp"
@@ -69,6 +70,11 @@ case_result run_throughput(const case_args& args) {
   // --metrics on: the bus serves metrics (bus_builder::metrics), the cost
   // of which the suite's metrics row measures against the same bus without.
   auto metrics = args.text("metrics", "off") == "on";
+  // --page on: and the bus's page is open on it, polling as a browser does
+  // (page_poller.hpp); the suite's page row compares it with --metrics on.
+  auto page = args.text("page", "off") == "on";
+  auto page_speed = static_cast<int>(args.number("page-speed", 1)); // polls x this often
+  metrics = metrics || page;
   if (handler_threads != "caf_workers" && handler_threads != "dedicated")
     throw std::runtime_error("--handler-threads is caf_workers or dedicated");
 
@@ -104,12 +110,18 @@ case_result run_throughput(const case_args& args) {
     send = [&](ping p) { caf::anon_send(pool, p); };
   }
 
+  std::unique_ptr<page_poller> poller;
+  if (page && b.bus)
+    poller = std::make_unique<page_poller>(b.bus->metrics_address(), page_speed);
+
   auto deadline = steady::now() + std::chrono::seconds(args.number("max-seconds", 300));
   auto start = steady::now();
   bool finished = rate > 0 ? send_open_loop(send, done, messages, rate, deadline)
                            : send_closed_loop(send, done, messages, window, deadline);
   auto seconds = seconds_since(start);
 
+  auto polls = poller ? poller->answered() : 0;
+  poller.reset();
   if (b.bus)
     b.bus->stop();
   if (pool)
@@ -123,6 +135,7 @@ case_result run_throughput(const case_args& args) {
                 {"handler_threads", impl == "bus" ? handler_threads : "-"},
                 {"resilience", impl == "bus" ? resilience : "-"},
                 {"metrics", impl == "bus" && metrics},
+                {"page_polls", polls},
                 {"finished", finished},
                 {"seconds", seconds},
                 {"msgs_per_s", static_cast<double>(done.done()) / seconds}};
