@@ -62,6 +62,9 @@ def browser():
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+                 # A container's /dev/shm is often too small for Chromium's
+                 # shared memory: it would crash a tab, not fail a check.
+                 "--disable-dev-shm-usage",
                  "--user-data-dir=" + tempfile.mkdtemp(prefix="bus-page-chromium-")):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
