@@ -98,9 +98,21 @@ std::vector<std::string> error_queues_of(const view& v) {
   std::set<std::string> seen;
   std::vector<std::string> out;
   for (const auto& x : v.extras)
-    if (seen.insert(x.error_queue).second)
+    if (!x.error_queue.empty() && seen.insert(x.error_queue).second)
       out.push_back(x.error_queue);
   return out;
+}
+
+// The page reads and changes error queues only, never another queue.
+bool is_error_queue(const view& v, const std::string& queue) {
+  for (const auto& x : v.extras)
+    if (!queue.empty() && x.error_queue == queue)
+      return true;
+  return false;
+}
+
+http_response not_an_error_queue(const std::string& queue) {
+  return problem(400, "'" + queue + "' is not the error queue of an endpoint of this bus");
 }
 
 } // namespace
@@ -136,6 +148,8 @@ http_response dashboard::answer(const http_request& request) const {
     if (!from_.queues)
       return problem(404, "this transport does not show its error queues");
     auto q = query_from(request.query);
+    if (!is_error_queue(from_.read(), q.queue))
+      return not_an_error_queue(q.queue);
     auto limit_text = query_value(request.query, "limit");
     std::size_t limit = 100;
     if (!limit_text.empty()) {
@@ -200,11 +214,8 @@ http_response dashboard::write(const http_request& request) const {
   if (auto mistake = selection_from(request.body, q); !mistake.empty())
     return problem(400, mistake);
   auto v = from_.read();
-  bool known = false;
-  for (const auto& x : v.extras)
-    known = known || x.error_queue == q.queue;
-  if (!known)
-    return problem(400, "'" + q.queue + "' is not the error queue of an endpoint of this bus");
+  if (!is_error_queue(v, q.queue))
+    return not_an_error_queue(q.queue);
   auto select = [&q](const failed_message& m) { return q.matches(m); };
   auto done = request.path == "/api/failed/replay"
                 ? from_.queues->replay(q.queue, select, q.endpoint, v.now)

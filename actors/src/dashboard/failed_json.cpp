@@ -14,6 +14,8 @@ nlohmann::json groups_json(error_queue_access& access, const std::vector<std::st
   std::size_t total = 0;
   for (const auto& queue : queues) {
     auto messages = access.read(queue, read_limit);
+    if (!messages && messages.error().code == errc::unknown_queue)
+      continue; // not declared yet (the bus has not started): nothing failed there
     if (!messages) {
       problems.push_back(to_string(messages.error()));
       continue;

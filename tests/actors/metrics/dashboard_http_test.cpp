@@ -250,3 +250,13 @@ TEST_CASE("the page explains an endpoint's policy for the exceptions its handler
           .status
         == 400);
 }
+
+TEST_CASE("the page reads error queues only: another queue's messages are not shown",
+          "[dashboard][http]") {
+  failing_bus f("");
+  REQUIRE(f.bus->send("refunds", bus::test::invoice_requested{"r-1", {}})); // waits on refunds
+  auto other = bus::test::http_get(f.address, "/api/failed/messages?queue=refunds");
+  CHECK(other.status == 400);
+  CHECK(other.body.find("not the error queue") != std::string::npos);
+  CHECK(bus::test::http_get(f.address, "/api/failed/messages?queue=billing_error").status == 200);
+}
