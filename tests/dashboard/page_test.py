@@ -16,6 +16,7 @@ directory for screenshots; CASE one of:
             render is measured in the browser and reported (not asserted).
   picture   not a test: the README's picture of the page (scripts/doc-pictures.sh).
 """
+import contextlib
 import json
 import os
 import struct
@@ -52,6 +53,20 @@ class Host:
         self.process.stdin.close()
         if self.process.wait(timeout=60) != 0:
             raise SystemExit(f"dashboard_host ended with {self.process.returncode}")
+
+
+@contextlib.contextmanager
+def session(host_path, *args):
+    """dashboard_host started with `args` and a browser, both ended after."""
+    host = Host(host_path, *args)
+    try:
+        driver = browser()
+        try:
+            yield host, driver
+        finally:
+            driver.quit()
+    finally:
+        host.stop()
 
 
 def browser():
@@ -159,9 +174,7 @@ def png_colours(png):
 
 
 def operate(host_path, artifacts):
-    host = Host(host_path, "--token", TOKEN, "--failed", "20")
-    driver = browser()
-    try:
+    with session(host_path, "--token", TOKEN, "--failed", "20") as (host, driver):
         driver.get(host.url + "/")
         wait_for(driver, "the billing endpoint", lambda d: text_of(d, "#endpoint-billing"))
         assert text_of(driver, "#endpoint-refunds") is not None
@@ -204,15 +217,10 @@ def operate(host_path, artifacts):
             colours = png_colours(f.read())
         assert len(colours) > 8, f"the screenshot looks blank: {len(colours)} colours"
         print(f"screenshot: {shot} ({len(colours)} colours sampled)")
-    finally:
-        driver.quit()
-        host.stop()
 
 
 def large(host_path, artifacts):
-    host = Host(host_path, "--endpoints", "50", "--failed", "10000")
-    driver = browser()
-    try:
+    with session(host_path, "--endpoints", "50", "--failed", "10000") as (host, driver):
         started = time.monotonic()
         driver.get(host.url + "/")
         wait_for(driver, "the first render",
@@ -224,16 +232,11 @@ def large(host_path, artifacts):
         assert sum(counts) == 10000, sum(counts)
         print(f"first render with 53 endpoints and 10000 failed messages: {first_render:.0f} ms "
               f"after navigation ({time.monotonic() - started:.2f} s as the test saw it)")
-    finally:
-        driver.quit()
-        host.stop()
 
 
 def picture(host_path, artifacts):
     """Not a test: the README's picture of the page, after a minute of traffic."""
-    host = Host(host_path, "--failed", "20", "--traffic", "1")
-    driver = browser()
-    try:
+    with session(host_path, "--failed", "20", "--traffic", "1") as (host, driver):
         driver.set_window_size(1400, 900)
         driver.get(host.url + "/")
         time.sleep(60)  # the charts fill in over real time: that is what they show
@@ -241,9 +244,6 @@ def picture(host_path, artifacts):
         wait_for(driver, "a failed message", lambda d: texts_of(d, ".message"))
         os.makedirs(artifacts, exist_ok=True)
         driver.save_screenshot(os.path.join(artifacts, "dashboard.png"))
-    finally:
-        driver.quit()
-        host.stop()
 
 
 if __name__ == "__main__":
