@@ -1,6 +1,8 @@
 // What only the in-memory transport promises beyond the common contract.
 #include <catch2/catch.hpp>
 
+#include "bus/failed_messages.hpp"
+#include "bus/header_names.hpp"
 #include "bus/in_memory_transport.hpp"
 #include "bus/message_registry.hpp"
 #include "support/delivery_collector.hpp"
@@ -47,4 +49,45 @@ TEST_CASE("the in-memory transport reports depth and outstanding deliveries per 
   CHECK(t.unacked("q") == 1);
   CHECK(t.has_queue("q"));
   CHECK_FALSE(t.has_queue("other"));
+}
+
+TEST_CASE("the in-memory error queues replay where a message failed, and keep what cannot go") {
+  bus::in_memory_transport t;
+  for (const char* q : {"billing", "billing_error"})
+    REQUIRE(t.declare_queue(q));
+  auto failed = [&](std::string id, std::string original) {
+    bus::envelope env;
+    env.message_id = std::move(id);
+    env.message_type = "order_placed";
+    env.headers.set(bus::header::fault_endpoint, "billing");
+    env.headers.set(bus::header::fault_exception_type, "card_declined");
+    env.headers.set(bus::header::fault_original_address, std::move(original));
+    REQUIRE(t.send("billing_error", env));
+  };
+  failed("m-1", "billing");
+  failed("m-2", "gone"); // its queue was deleted since
+  failed("m-3", "billing");
+  auto* access = t.error_queues();
+  REQUIRE(access != nullptr);
+  auto all = [](const bus::failed_message&) { return true; };
+  auto replayed = access->replay("billing_error", all, "billing", {});
+  REQUIRE_FALSE(replayed);
+  CHECK_THAT(replayed.error().message, Catch::Contains("replayed 2 of 3"));
+  CHECK_THAT(replayed.error().message, Catch::Contains("'gone'"));
+  // The one that could not go is back on the error queue, unchanged.
+  auto left = t.browse("billing_error");
+  REQUIRE(left.size() == 1);
+  CHECK(left[0]->message_id == "m-2");
+  CHECK(left[0]->headers.contains(bus::header::fault_exception_type));
+  auto sent = t.browse("billing");
+  REQUIRE(sent.size() == 2);
+  CHECK(sent[0]->message_id == "m-1");
+  CHECK_FALSE(sent[0]->headers.contains(bus::header::fault_exception_type));
+  CHECK(sent[0]->headers.find(bus::header::replay_count) == std::optional<std::string_view>("1"));
+
+  CHECK(access->read("nowhere", 0).error().code == bus::errc::unknown_queue);
+  auto purged = access->purge("billing_error", all);
+  REQUIRE(purged);
+  CHECK(*purged == 1);
+  CHECK(t.depth("billing_error") == 0);
 }
