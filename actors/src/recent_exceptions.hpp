@@ -7,6 +7,7 @@
 // short lock), read by the page; any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <exception>
 #include <mutex>
@@ -29,10 +30,13 @@ public:
   void remember(const std::string& exception_type, const std::string& message_type,
                 std::exception_ptr exception) {
     std::lock_guard<std::mutex> guard(mutex_);
+    // A type seen again (the common case in an outage) moves to the back
+    // with its new exception: no string is copied on the failure path.
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if (it->exception_type == exception_type && it->message_type == message_type) {
-        entries_.erase(it);
-        break;
+        it->exception = std::move(exception);
+        std::rotate(it, it + 1, entries_.end());
+        return;
       }
     if (entries_.size() == capacity)
       entries_.erase(entries_.begin());

@@ -25,6 +25,7 @@
 
 #include "bus/bus.hpp"
 #include "bus/in_memory_transport.hpp"
+#include "support/eventually.hpp"
 #include "support/sample_messages.hpp"
 
 using namespace std::chrono_literals;
@@ -82,15 +83,6 @@ private:
   std::mutex mutex_;
   std::set<std::string> seen_;
 };
-
-bool wait_until(const std::function<bool()>& done) {
-  for (auto until = std::chrono::steady_clock::now() + 60s; !done();) {
-    if (std::chrono::steady_clock::now() > until)
-      return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 } // namespace
 
@@ -166,8 +158,10 @@ int main(int argc, char** argv) try {
       n += bus.stats(name)->dead_lettered;
     return n;
   };
-  if (!wait_until([&] { return moved() == std::uint64_t(opt.failed)
-                               && bus.stats("refunds")->dependency_paused; })) {
+  auto ended = [&] {
+    return moved() == std::uint64_t(opt.failed) && bus.stats("refunds")->dependency_paused;
+  };
+  if (!bus::test::eventually(ended, 60s)) {
     std::cerr << "the failing traffic did not end within a minute\n";
     return 1;
   }

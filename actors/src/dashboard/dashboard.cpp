@@ -86,12 +86,14 @@ std::string selection_from(const std::string& body, failed_query& q) {
 }
 
 // Compares without stopping at the first difference, so that the time
-// taken does not tell how much of a guess was right.
+// taken does not tell how much of a guess was right (only its length).
 bool same_secret(const std::string& a, const std::string& b) {
-  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  if (a.size() != b.size())
+    return false;
+  unsigned char differ = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
-    differ |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-  return differ == 0 && !b.empty();
+    differ |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return differ == 0;
 }
 
 std::vector<std::string> error_queues_of(const view& v) {

@@ -44,6 +44,18 @@ bus::envelope delayed(const std::string& id) {
   return e;
 }
 
+// Declares `queue` on `t` and consumes it into `arrived`, acknowledging
+// each delivery.
+void collect(bus::rabbitmq_transport& t, const std::string& queue,
+             bus::test::delivery_collector& arrived, std::size_t prefetch) {
+  REQUIRE(t.declare_queue(queue));
+  REQUIRE(t.consume(queue, prefetch, [&arrived, &t](bus::delivery d) {
+    auto tag = d.tag;
+    arrived.handler()(std::move(d));
+    (void)t.ack(tag);
+  }));
+}
+
 // Declares the delay levels of `settings` and sees a message come through
 // them, from a transport of its own and into a queue of its own, trying
 // again for up to a minute. The case before may have just revived a node,
@@ -54,13 +66,7 @@ void levels_ready(const bus::rabbitmq_settings& settings) {
   bus::test::delivery_collector arrived; // outlives the transport that fills it
   auto t = bus::test::connect_transport(settings);
   auto scratch = bus::test::unique_name("stranded.warmup");
-  REQUIRE(t->declare_queue(scratch));
-  auto* acking = t.get();
-  REQUIRE(t->consume(scratch, 10, [&arrived, acking](bus::delivery d) {
-    auto tag = d.tag;
-    arrived.handler()(std::move(d));
-    (void)acking->ack(tag);
-  }));
+  collect(*t, scratch, arrived, 10);
   std::string last_error = "none";
   auto ready = bus::test::eventually(
     [&] {
@@ -99,13 +105,7 @@ TEST_CASE("a delay level that holds messages it does not forward is reported wit
   bus::test::delivery_collector arrived; // outlives the transport that fills it
   auto t = bus::test::connect_transport(settings);
   auto queue = bus::test::unique_name("stranded.target");
-  REQUIRE(t->declare_queue(queue));
-  auto* acking = t.get();
-  REQUIRE(t->consume(queue, 50, [&arrived, acking](bus::delivery d) {
-    auto tag = d.tag;
-    arrived.handler()(std::move(d));
-    (void)acking->ack(tag);
-  }));
+  collect(*t, queue, arrived, 50);
   // The level exists and forwards.
   auto first = t->send_delayed(queue, delayed("before"), delay);
   INFO("the first delayed send: " << (first ? std::string("sent") : to_string(first.error())));
