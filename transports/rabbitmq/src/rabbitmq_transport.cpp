@@ -9,6 +9,7 @@
 #include "level_watch.hpp"
 #include "log.hpp"
 #include "publisher.hpp"
+#include "rabbitmq_error_queues.hpp"
 #include "topology.hpp"
 
 namespace bus {
@@ -44,7 +45,7 @@ struct rabbitmq_transport::impl {
       : settings(std::move(s)), levels(settings.delay_levels, settings.delay_unit),
         log(std::make_shared<const detail::rabbitmq_logger>(settings.log)),
         record(std::make_shared<detail::topology_record>()), publishing(settings, record, log),
-        consuming(settings, record, log) {}
+        consuming(settings, record, log), failed(settings) {}
 
   const rabbitmq_settings settings;
   const detail::delay_levels levels;
@@ -56,6 +57,9 @@ struct rabbitmq_transport::impl {
   detail::consumer_pump consuming;
   // With a management_url: the delay levels watched for stranded messages.
   std::unique_ptr<detail::level_watch> watch;
+  // The error queues as the bus's page sees them (a connection of its own,
+  // opened at first use).
+  detail::rabbitmq_error_queues failed;
 };
 
 result<std::shared_ptr<rabbitmq_transport>>
@@ -235,6 +239,8 @@ result<std::size_t> rabbitmq_transport::message_count(const std::string& queue) 
     return count.error();
   return static_cast<std::size_t>(*count);
 }
+
+error_queue_access* rabbitmq_transport::error_queues() noexcept { return &impl_->failed; }
 
 std::uint64_t rabbitmq_transport::reconnects() const noexcept {
   return impl_->publishing.reconnects() + impl_->consuming.reconnects();

@@ -101,6 +101,14 @@ public:
   result<void> ack(std::uint64_t tag) override;
   result<void> reject(std::uint64_t tag, bool requeue) override;
 
+  // The error queues, read, replayed and deleted through a connection of
+  // their own, opened at the first call (bus/failed_messages.hpp). A read is
+  // a browse given back at once; on a quorum queue the broker counts it as
+  // a delivery and puts the messages behind the others, so a read is
+  // answered from the last one while the queue's depth stays the same (up
+  // to 30 s).
+  [[nodiscard]] error_queue_access* error_queues() noexcept override;
+
   // Inspection, for tests and operators.
 
   // Messages ready on `queue` (not counting delivered, unsettled ones).
