@@ -223,6 +223,20 @@ struct message_bus::impl {
     return ::bus::explain(*config, exception);
   }
 
+  // The recoverability policy of each of `endpoint`'s handlers, as the
+  // page describes it (bus/policy/json.hpp): message type and policy.
+  result<std::vector<std::pair<std::string, std::shared_ptr<const recoverability_config>>>>
+  policies(const std::string& endpoint) const {
+    std::lock_guard<std::mutex> guard(mutex);
+    auto it = endpoints.find(endpoint);
+    if (it == endpoints.end() || it->second.removed)
+      return error{errc::invalid_configuration, "no endpoint '" + endpoint + "'"};
+    std::vector<std::pair<std::string, std::shared_ptr<const recoverability_config>>> out;
+    for (const auto& h : it->second.definition.handlers)
+      out.emplace_back(registry->find(h.cpp_type)->name, h.recoverability);
+    return out;
+  }
+
   // What `endpoint`'s handlers threw lately (the page explains those).
   result<std::vector<detail::recent_exceptions::entry>> recent_exceptions(
     const std::string& endpoint) const {
@@ -559,6 +573,7 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
     detail::dashboard::dashboard::sources page_sources{
       [raw] { return raw->dashboard_view(); }, transport_->error_queues(), dashboard_token(),
       [raw](const std::string& endpoint) { return raw->recent_exceptions(endpoint); },
+      [raw](const std::string& endpoint) { return raw->policies(endpoint); },
       [raw](const std::string& endpoint, const std::string& message_type,
             const std::exception_ptr& e) { return raw->explain(endpoint, message_type, e); }};
     auto page = std::make_shared<const detail::dashboard::dashboard>(std::move(page_sources));

@@ -165,9 +165,10 @@ http_response dashboard::answer(const http_request& request) const {
   return problem(404, "no page at " + path);
 }
 
-// Without an exception type: the types the endpoint's handlers threw
-// lately, each with the message type. With one: the policy's plan for the
-// latest exception of that type, as JSON, SVG or text.
+// Without an exception type: each handler's policy as JSON, and the types
+// the endpoint's handlers threw lately, each with the message type. With
+// one: the policy's plan for the latest exception of that type, as JSON,
+// SVG or text.
 http_response dashboard::policy(const std::string& endpoint, const std::string& query) const {
   auto recent = from_.recent(endpoint);
   if (!recent)
@@ -175,10 +176,18 @@ http_response dashboard::policy(const std::string& endpoint, const std::string& 
   auto exception_type = query_value(query, "exception_type");
   auto message_type = query_value(query, "message_type");
   if (exception_type.empty()) {
+    auto policies = from_.policies(endpoint);
+    if (!policies)
+      return problem(404, policies.error().message);
+    nlohmann::json handlers = nlohmann::json::array();
+    for (const auto& [message_type, config] : *policies)
+      handlers.push_back({{"message_type", message_type}, {"policy", *config}});
     nlohmann::json seen = nlohmann::json::array();
     for (const auto& e : *recent)
       seen.push_back({{"exception_type", e.exception_type}, {"message_type", e.message_type}});
-    return json_response(200, {{"endpoint", endpoint}, {"recent_exceptions", std::move(seen)}});
+    return json_response(200, {{"endpoint", endpoint},
+                               {"handlers", std::move(handlers)},
+                               {"recent_exceptions", std::move(seen)}});
   }
   const recent_exceptions::entry* found = nullptr;
   for (const auto& e : *recent)

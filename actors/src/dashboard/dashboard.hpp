@@ -2,9 +2,10 @@
 // (bus_builder::metrics): the page itself at /, its live state at
 // /api/status, the failed messages of the endpoints' error queues at
 // /api/failed and /api/failed/messages, the two writes, POST
-// /api/failed/replay and /api/failed/purge, and the policy of an endpoint
-// for an exception its handlers threw lately at /policy/<endpoint>
-// (JSON; ?format=svg draws it, ?format=text says it).
+// /api/failed/replay and /api/failed/purge, and an endpoint's policies at
+// /policy/<endpoint>: described as JSON, and explained for an exception
+// its handlers threw lately (?format=svg draws the plan, ?format=text says
+// it).
 //
 // Read-only unless the bus has a token (bus_builder::dashboard_token, or
 // BUS_DASHBOARD_TOKEN): a write must be a POST that carries it as
@@ -18,6 +19,7 @@
 #include "../metrics/http_server.hpp"
 #include "../recent_exceptions.hpp"
 #include "bus/failed_messages.hpp"
+#include "bus/policy/config.hpp"
 #include "bus/policy/explain.hpp"
 #include "view.hpp"
 
@@ -27,6 +29,9 @@ class dashboard {
 public:
   using recent_function =
     std::function<result<std::vector<recent_exceptions::entry>>(const std::string& endpoint)>;
+  using policies_function = std::function<result<
+    std::vector<std::pair<std::string, std::shared_ptr<const recoverability_config>>>>(
+    const std::string& endpoint)>;
   using explain_function = std::function<result<explanation>(
     const std::string& endpoint, const std::string& message_type, const std::exception_ptr&)>;
 
@@ -36,6 +41,7 @@ public:
     error_queue_access* queues;  // null: the page says failed messages are not shown
     std::string token;           // empty: read-only
     recent_function recent;      // what an endpoint's handlers threw lately
+    policies_function policies;  // each handler's message type and policy
     explain_function explain;    // message_bus::explain
   };
 

@@ -225,6 +225,18 @@ TEST_CASE("the page explains an endpoint's policy for the exceptions its handler
   failing_bus f("");
   f.fail_orders(1);
   auto recent = f.get("/policy/billing");
+  // Each handler's policy, described.
+  REQUIRE(recent["handlers"].size() == 1);
+  CHECK(recent["handlers"][0]["message_type"] == "order_placed");
+  const auto& billing_rules = recent["handlers"][0]["policy"]["rules"];
+  REQUIRE(billing_rules.size() == 1);
+  CHECK(billing_rules[0]["exception"] == "*");
+  CHECK(billing_rules[0]["terminal"] == "dead_letter"); // the error queue
+  auto refunds = f.get("/policy/refunds")["handlers"][0]["policy"]["rules"];
+  REQUIRE(refunds.size() == 1);
+  CHECK_THAT(refunds[0]["exception"].get<std::string>(), Catch::Contains("payments_down"));
+  CHECK(refunds[0]["trips"] == nlohmann::json::array({"payments"}));
+
   REQUIRE(recent["recent_exceptions"].size() == 1);
   CHECK(recent["recent_exceptions"][0]["exception_type"] == "std::runtime_error");
   CHECK(recent["recent_exceptions"][0]["message_type"] == "order_placed");
