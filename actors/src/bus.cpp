@@ -264,6 +264,11 @@ struct message_bus::impl {
     for (const auto& slot : def.handlers)
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
         return ok.error();
+    // What MassTransit publishers send goes to an exchange per type.
+    if (def.masstransit)
+      for (const auto& [urn, registered] : def.masstransit->urns())
+        if (auto ok = t.subscribe(def.name, masstransit::exchange_of(urn)); !ok)
+          return ok.error();
     log_policies(def);
     auto run = std::make_shared<detail::endpoint_run>();
     auto budget = detail::budget_for(def, options, budgets);

@@ -9,6 +9,7 @@
 #include "bus/handler_actor_error.hpp"
 #include "bus/handler_verdicts.hpp"
 #include "bus/header_names.hpp"
+#include "bus/masstransit.hpp"
 #include "attempt_spans.hpp"
 #include "consumer_endings.hpp"
 #include "consumer_inbox.hpp"
@@ -102,6 +103,62 @@ void run_attempt(consumer* self) {
 }
 
 
+// Ends the current delivery in the error queue before any handler ran: it
+// cannot be read (too large, an envelope that does not parse). No policy
+// applies; its fault headers name an Exception that says `why`.
+template <class Exception>
+void fail_unread(consumer* self, const std::string& why) {
+  const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
+  rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
+  cur.last_exception = caught_exception(std::make_exception_ptr(Exception(why)));
+  cur.last_what = cur.last_exception.describe();
+  fail_for_good(self, move_to_error{why, {}});
+}
+
+// A message with no type this endpoint handles, as a producer that is not
+// a bus sent it: unwrapped from MassTransit's envelope if the endpoint reads
+// those and it is one, and named by the endpoint's foreign_types mapping if
+// it still has no type the endpoint handles. What it became replaces it for
+// this attempt and any redelivery after it. False if it ended here: a
+// MassTransit envelope that does not parse goes to the error queue, as a
+// body that does not decode does.
+bool read_foreign(consumer* self) {
+  const auto& rt = *self->state.rt;
+  auto& cur = *self->state.current;
+  const auto& received = *cur.item.message;
+  std::optional<envelope> unwrapped;
+  const auto* names = rt.definition().masstransit.get();
+  if (names && received.headers.find(header::amqp_content_type) == masstransit::content_type) {
+    auto read = masstransit::read_envelope(received, *names);
+    if (!read) {
+      fail_unread<message_deserialization_error>(self, read.error().message);
+      return false;
+    }
+    // Its body is the message now: never unwrapped twice.
+    read->headers.set(header::amqp_content_type, "application/json");
+    read->headers.erase(header::wire_error);
+    unwrapped = std::move(*read);
+  }
+  const auto& msg = unwrapped ? *unwrapped : received;
+  auto type = msg.message_type;
+  const auto* handler = rt.find_handler(type);
+  if (!handler) {
+    auto named = foreign_type(rt, msg);
+    if (!named.empty() && (handler = rt.find_handler(named)))
+      type = std::move(named);
+  }
+  if (!handler && !unwrapped)
+    return true; // skipped as it came
+  auto now_read = std::make_shared<envelope>(unwrapped ? std::move(*unwrapped) : received);
+  if (handler && now_read->message_type.empty())
+    now_read->headers.erase(header::wire_error); // a transport's note of the missing type
+  now_read->message_type = std::move(type);
+  cur.item.message = std::move(now_read);
+  cur.handler = handler;
+  return true;
+}
+
 // Makes `d` the current delivery and readies it for its handler. Returns
 // false if it ends here already: a held-back fault, a message too large,
 // no handler, a body that does not decode.
@@ -138,19 +195,20 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled, bool prob
   }
   if (auto limit = rt.definition().max_message_bytes;
       limit > 0 && msg.body.text_size() > limit) {
-    auto why = "the message has " + std::to_string(msg.body.text_size())
-               + " bytes, more than the endpoint's maximum of " + std::to_string(limit);
-    rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
-    cur.last_exception = caught_exception(std::make_exception_ptr(message_too_large(why)));
-    cur.last_what = cur.last_exception.describe();
-    fail_for_good(self, move_to_error{why, {}});
+    fail_unread<message_too_large>(self, "the message has " + std::to_string(msg.body.text_size())
+                                           + " bytes, more than the endpoint's maximum of "
+                                           + std::to_string(limit));
     return false;
   }
+  // From here on the message may be what read_foreign made of it.
+  if (!cur.handler && !read_foreign(self))
+    return false;
   if (!cur.handler) {
     skip_message(self);
     return false;
   }
-  auto body = rt.registry().ensure_typed(msg.message_type, msg.body);
+  const auto& readied = *cur.item.message;
+  auto body = rt.registry().ensure_typed(readied.message_type, readied.body);
   if (!body) {
     // Unrecoverable whatever the rules say: decide() sends it to the error queue.
     on_failure(self, std::make_exception_ptr(message_deserialization_error(body.error().message)));

@@ -1,6 +1,7 @@
 #include "delivery_steps.hpp"
 
 #include "bus/header_names.hpp"
+#include "bus/masstransit.hpp"
 #include "outgoing.hpp"
 
 namespace bus::detail {
@@ -32,8 +33,40 @@ fault_details make_fault(const endpoint_runtime& rt, const delivery& d, exceptio
   return f;
 }
 
+std::string foreign_type(const endpoint_runtime& rt, const envelope& msg, std::string* problem) {
+  const auto& mapping = rt.definition().foreign_types;
+  if (!mapping)
+    return {};
+  try {
+    return mapping(msg);
+  } catch (const std::exception& e) {
+    if (problem)
+      *problem = e.what();
+  } catch (...) {
+    if (problem)
+      *problem = "an exception that is not a std::exception";
+  }
+  return {};
+}
+
 std::string skipped_reason(const endpoint_runtime& rt, const envelope& msg) {
-  return "endpoint '" + rt.name() + "' has no handler for '" + msg.message_type + "'";
+  auto reason = "endpoint '" + rt.name() + "' has no handler for "
+                + (msg.message_type.empty() ? std::string("a message without a type")
+                                            : "'" + msg.message_type + "'");
+  if (auto why = msg.headers.find(header::wire_error))
+    reason += ": " + std::string(*why);
+  if (auto names = msg.headers.find(masstransit::header::message_types))
+    reason += "; MassTransit's envelope named it '" + std::string(*names)
+              + "' (endpoint_builder::masstransit lists the names it reads)";
+  if (rt.definition().foreign_types) {
+    std::string problem;
+    auto named = foreign_type(rt, msg, &problem);
+    reason += !problem.empty() ? "; its foreign_types mapping threw: " + problem
+              : named.empty()  ? std::string("; its foreign_types mapping named no type")
+                               : "; its foreign_types mapping named '" + named
+                                  + "', which it has no handler for";
+  }
+  return reason;
 }
 
 envelope skipped_copy(const endpoint_runtime& rt, const envelope& msg) {

@@ -26,7 +26,14 @@ namespace bus::detail {
                                        exception_info what, std::string reason,
                                        int immediate_retries);
 
-// Why no handler took a message, and the copy for the skipped queue: the
+// What the endpoint's foreign_types mapping names `msg` (empty: nothing,
+// or the endpoint has none). A mapping that throws names nothing, and
+// `problem` (if given) says what it threw.
+[[nodiscard]] std::string foreign_type(const endpoint_runtime& rt, const envelope& msg,
+                                       std::string* problem = nullptr);
+
+// Why no handler took a message (with what was looked at: the transport's
+// note, the endpoint's mapping), and the copy for the skipped queue: the
 // message with that reason in a header.
 [[nodiscard]] std::string skipped_reason(const endpoint_runtime& rt, const envelope& msg);
 [[nodiscard]] envelope skipped_copy(const endpoint_runtime& rt, const envelope& msg);

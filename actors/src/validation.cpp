@@ -57,6 +57,11 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     if (!seen.insert(type->name).second)
       out.push_back(where + "more than one handler for message '" + type->name + "'");
   }
+  if (def.masstransit)
+    for (const auto& [urn, registered] : def.masstransit->urns())
+      if (seen.count(registered) == 0)
+        out.push_back(where + "MassTransit's '" + urn + "' names '" + registered
+                      + "', which it has no handler for");
   return out;
 }
 

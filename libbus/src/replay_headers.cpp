@@ -27,10 +27,10 @@ bool kept_on_replay(std::string_view name) {
     return false;
   if (starts_with(name, "bus-fault-"))
     return name == header::fault_address;
-  static constexpr std::array<std::string_view, 7> dropped{
+  static constexpr std::array<std::string_view, 8> dropped{
     header::delivery_count, header::failed_attempts, header::first_failure_at,
-    header::skipped_reason, header::replayed_at,     header::replay_count,
-    header::replayed_from};
+    header::skipped_reason, header::wire_error,      header::replayed_at,
+    header::replay_count,   header::replayed_from};
   for (auto d : dropped)
     if (name == d)
       return false;

@@ -22,9 +22,11 @@
 #include <vector>
 
 #include "bus/handler_context.hpp"
+#include "bus/masstransit.hpp"
 #include "bus/policy/recoverability.hpp"
 #include "bus/rate_limiter.hpp"
 #include "bus/time.hpp"
+#include "bus/type_mapping.hpp"
 
 namespace caf {
 class actor;
@@ -140,6 +142,12 @@ struct endpoint_definition {
   bool publish_faults = true;             // raise fault<T> at a terminal failure
 
   std::size_t max_message_bytes = 0; // 0: no limit
+  // Names the type of a message with none this endpoint handles (empty: the
+  // message is skipped as it is).
+  type_mapping foreign_types;
+  // Set: the endpoint reads MassTransit's envelope, and these are the
+  // MassTransit names of its types.
+  std::shared_ptr<const masstransit::message_names> masstransit;
 
   // Automatic rate limiting (off unless a threshold is set), and what to
   // call when it starts and ends (on the circuit breaker's thread).
@@ -285,6 +293,37 @@ public:
   // serialized, so it has no size to check.
   endpoint_builder& max_message_size(std::size_t bytes) {
     def_.max_message_bytes = bytes;
+    return *this;
+  }
+
+  // What a message whose type this endpoint has no handler for is, when
+  // its producer is not a bus: a plain AMQP client that sets no type, or
+  // one that names it its own way (bus/type_mapping.hpp). The mapping's
+  // answer is used if the endpoint handles that type; otherwise the message
+  // is skipped, and the skipped reason says what the mapping named. A
+  // mapping that throws names nothing.
+  //   e.foreign_types(bus::type_by_header(bus::header::amqp_routing_key,
+  //                                       {{"orders.placed", "order_placed"}}));
+  endpoint_builder& foreign_types(type_mapping mapping) {
+    def_.foreign_types = std::move(mapping);
+    return *this;
+  }
+
+  // The endpoint reads what MassTransit sends (bus/masstransit.hpp): a
+  // message in MassTransit's JSON envelope (content type
+  // application/vnd.masstransit+json) is unwrapped, its message is the
+  // body, and the first of its type names listed here is its type. Its
+  // queue is bound to the exchange MassTransit publishes each listed type
+  // to ("Contracts:OrderPlaced" for "urn:message:Contracts:OrderPlaced").
+  // Every type must be one the endpoint handles.
+  //   e.masstransit({{"urn:message:Contracts:OrderPlaced", "order_placed"}})
+  endpoint_builder& masstransit(
+    const std::vector<std::pair<std::string, std::string>>& urn_to_registered) {
+    auto names = masstransit::message_names::from(urn_to_registered);
+    if (!names)
+      def_.mistakes.push_back("endpoint '" + def_.name + "': " + names.error().message);
+    else
+      def_.masstransit = std::make_shared<const masstransit::message_names>(std::move(*names));
     return *this;
   }
 

@@ -52,6 +52,21 @@ inline constexpr std::string_view expires_at = "bus-expires-at";
 // Written on a copy that goes to the skipped queue.
 inline constexpr std::string_view skipped_reason = "bus-skipped-reason";
 
+// Set by a transport on a message that arrived without what the bus needs
+// (no id or type it could find, a malformed bus header): what was wrong and
+// what was looked at. It describes that receipt; a replay drops it.
+inline constexpr std::string_view wire_error = "bus-wire-error";
+
+// Set by a transport on a message that came without the bus's headers (a
+// foreign producer's): where it came from and what its AMQP properties
+// said, for a type mapping (endpoint_builder::foreign_types), a convention
+// (MassTransit's content type) and an operator reading the error or
+// skipped queue. The bus's own messages do not carry them.
+inline constexpr std::string_view amqp_exchange = "amqp-exchange";         // basic.deliver's
+inline constexpr std::string_view amqp_routing_key = "amqp-routing-key";   // basic.deliver's
+inline constexpr std::string_view amqp_type = "amqp-type";                 // the type property
+inline constexpr std::string_view amqp_content_type = "amqp-content-type"; // content-type
+
 // W3C Trace Context (bus/trace_context.hpp). Without the bus- prefix on
 // purpose: these are the standard's names, read and written as they are by
 // every tracing library and by other services on the same broker, so a

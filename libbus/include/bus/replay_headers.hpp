@@ -23,9 +23,8 @@ namespace bus {
 //   (counted from the first failure) or max_attempts would send it straight
 //   back to the error queue; bus-delivery-count is written again as 0;
 // - a broker's own x-* headers (x-death, x-delivery-count, ...);
-// - bus-skipped-reason, which describes an earlier receipt;
+// - bus-skipped-reason and bus-wire-error, which describe an earlier receipt;
 // - the replay headers themselves, which are written anew.
-// A transport may drop more of its own (RabbitMQ's wire-error header).
 [[nodiscard]] bool kept_on_replay(std::string_view header_name);
 
 // The headers to add to the kept ones, in this order: bus-delivery-count 0,

@@ -24,6 +24,12 @@ struct raw_message {
   std::vector<std::pair<std::string, std::string>> headers; // sent as UTF-8 strings
   std::string message_id;                                   // empty: no message-id property
   std::string body;
+  // The other basic properties a foreign producer may set; empty (0): unset.
+  std::string type, correlation_id, reply_to, content_type, expiration;
+  std::uint64_t timestamp = 0; // Unix seconds
+  // Where it is published: the default exchange (the routing key is the
+  // queue raw_publish is given) unless an exchange is named.
+  std::string exchange, routing_key;
 };
 
 // FAILs the test when a raw call did not succeed.
@@ -63,13 +69,26 @@ inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
   p._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG;
   p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
   p.headers = amqp_table_t{static_cast<int>(entries.size()), entries.data()};
-  if (!m.message_id.empty()) {
-    p._flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
-    p.message_id = amqp_cstring_bytes(m.message_id.c_str());
+  auto text = [&p](const std::string& value, amqp_flags_t flag, amqp_bytes_t& field) {
+    if (value.empty())
+      return;
+    p._flags |= flag;
+    field = amqp_cstring_bytes(value.c_str());
+  };
+  text(m.message_id, AMQP_BASIC_MESSAGE_ID_FLAG, p.message_id);
+  text(m.type, AMQP_BASIC_TYPE_FLAG, p.type);
+  text(m.correlation_id, AMQP_BASIC_CORRELATION_ID_FLAG, p.correlation_id);
+  text(m.reply_to, AMQP_BASIC_REPLY_TO_FLAG, p.reply_to);
+  text(m.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, p.content_type);
+  text(m.expiration, AMQP_BASIC_EXPIRATION_FLAG, p.expiration);
+  if (m.timestamp != 0) {
+    p._flags |= AMQP_BASIC_TIMESTAMP_FLAG;
+    p.timestamp = m.timestamp;
   }
   amqp_bytes_t body{m.body.size(), const_cast<char*>(m.body.data())};
-  REQUIRE(amqp_basic_publish(conn, 1, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()), 1, 0, &p,
-                             body)
+  const auto& key = m.exchange.empty() ? queue : m.routing_key;
+  REQUIRE(amqp_basic_publish(conn, 1, amqp_cstring_bytes(m.exchange.c_str()),
+                             amqp_cstring_bytes(key.c_str()), 1, 0, &p, body)
           == AMQP_STATUS_OK);
   for (;;) {
     amqp_frame_t frame;
@@ -81,6 +100,21 @@ inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
     if (frame.payload.method.id == AMQP_BASIC_ACK_METHOD)
       break;
   }
+  amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(conn);
+}
+
+// A topic exchange `exchange` (declared if missing) bound to `queue` with
+// `binding_key`, as a foreign system's routing would be.
+inline void raw_bind(const rabbitmq_settings& s, const std::string& exchange,
+                     const std::string& queue, const std::string& binding_key) {
+  amqp_connection_state_t conn = raw_connect(s);
+  amqp_exchange_declare(conn, 1, amqp_cstring_bytes(exchange.c_str()), amqp_cstring_bytes("topic"),
+                        0, /*durable=*/1, /*auto_delete=*/0, 0, amqp_empty_table);
+  raw_check(amqp_get_rpc_reply(conn), "exchange.declare");
+  amqp_queue_bind(conn, 1, amqp_cstring_bytes(queue.c_str()), amqp_cstring_bytes(exchange.c_str()),
+                  amqp_cstring_bytes(binding_key.c_str()), amqp_empty_table);
+  raw_check(amqp_get_rpc_reply(conn), "queue.bind");
   amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
   amqp_destroy_connection(conn);
 }

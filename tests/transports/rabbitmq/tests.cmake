@@ -71,10 +71,13 @@ bus_rabbitmq_test_binary(bus_on_rabbitmq_tests
           ${CMAKE_CURRENT_LIST_DIR}/dependency_pause_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/user_api_rabbitmq_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/free_workers_test.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/error_queues_on_rabbitmq_test.cpp)
+          ${CMAKE_CURRENT_LIST_DIR}/error_queues_on_rabbitmq_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/foreign_messages_test.cpp)
 target_link_libraries(bus_on_rabbitmq_tests PRIVATE bus::runtime)
 target_include_directories(bus_on_rabbitmq_tests PRIVATE
   "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # the error queues' read count
+target_compile_definitions(bus_on_rabbitmq_tests PRIVATE
+  BUS_INTEROP_GOLDEN_DIR="${PROJECT_SOURCE_DIR}/tests/interop/golden")
 target_precompile_headers(bus_on_rabbitmq_tests PRIVATE <caf/all.hpp>)
 
 # Faults across processes and of the broker itself (issue 6): kill -9 of a

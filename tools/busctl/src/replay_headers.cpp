@@ -1,13 +1,8 @@
 #include "replay_headers.hpp"
 
 #include "bus/replay_headers.hpp"
-#include "bus/rabbitmq_transport.hpp" // rabbitmq_wire_error_header
 
 namespace bus::ctl {
-
-bool kept_on_replay(std::string_view name) {
-  return name != rabbitmq_wire_error_header && bus::kept_on_replay(name);
-}
 
 std::vector<std::pair<std::string, std::string>>
 replay_additions(const queued_message& m, time_point now, const std::string& source_queue) {

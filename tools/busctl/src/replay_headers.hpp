@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "bus/replay_headers.hpp"
 #include "bus/time.hpp"
 #include "queued_message.hpp"
 
@@ -16,9 +17,8 @@ namespace bus::ctl {
 // The headers busctl writes on a replayed message are named in
 // bus/header_names.hpp (header::replayed_at, replay_count, replayed_from).
 
-// bus::kept_on_replay (bus/replay_headers.hpp), and RabbitMQ's bus-wire-error
-// header, which describes an earlier receipt.
-[[nodiscard]] bool kept_on_replay(std::string_view header_name);
+// Which headers a replay keeps: the bus's rules, for every transport.
+using bus::kept_on_replay;
 
 // bus::replay_additions with the message's own replay count.
 [[nodiscard]] std::vector<std::pair<std::string, std::string>>

@@ -1,5 +1,6 @@
 #include "amqp_message.hpp"
 
+#include <charconv>
 #include <optional>
 #include <vector>
 
@@ -118,8 +119,58 @@ int outgoing_message::publish(amqp_connection_state_t conn, amqp_channel_t ch,
                             /*immediate=*/0, &p, bytes_of(wire_.body));
 }
 
+namespace {
+
+std::optional<std::string> property_text(const amqp_basic_properties_t& props, amqp_flags_t flag,
+                                         const amqp_bytes_t& field) {
+  if (!(props._flags & flag) || field.len == 0)
+    return std::nullopt;
+  return text_of(field);
+}
+
+// What a foreign producer's message says in its AMQP properties, written
+// where from_wire reads it, wherever the bus's own header is missing; and
+// what a type mapping or an operator may want to see, as headers.
+void read_foreign_properties(const amqp_basic_properties_t& props, const amqp_origin& origin,
+                             wire_message& wire) {
+  auto fill = [&](std::string_view header, amqp_flags_t flag, const amqp_bytes_t& field) {
+    if (wire.headers.find(header))
+      return;
+    if (auto value = property_text(props, flag, field))
+      wire.headers.set(header, std::move(*value));
+  };
+  fill(header::message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
+  fill(header::message_type, AMQP_BASIC_TYPE_FLAG, props.type);
+  fill(header::correlation_id, AMQP_BASIC_CORRELATION_ID_FLAG, props.correlation_id);
+  fill(header::response_address, AMQP_BASIC_REPLY_TO_FLAG, props.reply_to);
+  bool stamped = (props._flags & AMQP_BASIC_TIMESTAMP_FLAG)
+                 && props.timestamp <= static_cast<std::uint64_t>(max_unix_ms / 1000);
+  if (stamped && !wire.headers.find(header::sent_at)) {
+    auto sent_ms = static_cast<std::int64_t>(props.timestamp) * 1000;
+    wire.headers.set(header::sent_at, std::to_string(sent_ms));
+    // AMQP's expiration is a time to live in milliseconds, as text.
+    std::int64_t ttl = 0;
+    if (auto text = property_text(props, AMQP_BASIC_EXPIRATION_FLAG, props.expiration);
+        text && !wire.headers.find(header::expires_at)) {
+      auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), ttl);
+      if (ec == std::errc() && end == text->data() + text->size() && ttl >= 0
+          && ttl <= max_unix_ms - sent_ms)
+        wire.headers.set(header::expires_at, std::to_string(sent_ms + ttl));
+    }
+  }
+  wire.headers.set(header::amqp_exchange, origin.exchange);
+  wire.headers.set(header::amqp_routing_key, origin.routing_key);
+  if (auto type = property_text(props, AMQP_BASIC_TYPE_FLAG, props.type))
+    wire.headers.set(header::amqp_type, std::move(*type));
+  if (auto content = property_text(props, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type))
+    wire.headers.set(header::amqp_content_type, std::move(*content));
+}
+
+} // namespace
+
 envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t body,
-                            std::uint64_t random_hi, std::uint64_t random_lo) {
+                            const amqp_origin& origin, std::uint64_t random_hi,
+                            std::uint64_t random_lo) {
   wire_message wire;
   if (props._flags & AMQP_BASIC_HEADERS_FLAG) {
     for (int i = 0; i < props.headers.num_entries; ++i) {
@@ -132,6 +183,9 @@ envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t b
     }
   }
   wire.body = text_of(body);
+  // The bus's own messages carry both headers: from_wire takes them as they are.
+  if (!wire.headers.find(header::message_id) || !wire.headers.find(header::message_type))
+    read_foreign_properties(props, origin, wire);
 
   auto original = wire; // from_wire consumes its argument; keep what came for the fallback
   auto env = from_wire(std::move(wire));
@@ -140,12 +194,8 @@ envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t b
 
   // Not a valid bus message: rebuild what can be trusted, and say why.
   auto fixed = std::move(original);
-  if (!fixed.headers.find(header::message_id)) {
-    if ((props._flags & AMQP_BASIC_MESSAGE_ID_FLAG) && props.message_id.len > 0)
-      fixed.headers.set(header::message_id, text_of(props.message_id));
-    else
-      fixed.headers.set(header::message_id, make_message_id(random_hi, random_lo));
-  }
+  if (!fixed.headers.find(header::message_id))
+    fixed.headers.set(header::message_id, make_message_id(random_hi, random_lo));
   bool typeless = !fixed.headers.find(header::message_type);
   if (typeless)
     fixed.headers.set(header::message_type, "-"); // from_wire wants one; cleared below
@@ -167,9 +217,13 @@ envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t b
     out.message_id = make_message_id(random_hi, random_lo);
     out.body = message_body::text(text_of(body));
   }
-  if (typeless)
+  auto why = env.error().message;
+  if (typeless) {
     out.message_type.clear();
-  out.headers.set(rabbitmq_wire_error_header, env.error().message);
+    why = "it has no bus-message-type header and no AMQP type property (exchange '"
+          + origin.exchange + "', routing key '" + origin.routing_key + "')";
+  }
+  out.headers.set(header::wire_error, std::move(why));
   return out;
 }
 

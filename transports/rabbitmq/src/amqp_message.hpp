@@ -39,17 +39,33 @@ private:
   std::uint64_t timestamp_s_ = 0;
 };
 
-// The envelope of a delivered message. Never fails. A message that
-// from_wire refuses (no bus headers, a header that is not a number, ...)
-// becomes an envelope all the same: its id is bus-message-id, else the
-// AMQP message-id, else a new one made from the two random words; its type
-// is bus-message-type or empty; its body is the bytes as text; and the
-// header rabbitmq_wire_error_header says what was wrong. The bus then
-// skips it (no type) or fails it into the error queue (a body that is not
-// JSON): it is moved aside, never lost and never a crash.
+// Where a delivery came from: basic.deliver's exchange and routing key.
+struct amqp_origin {
+  std::string exchange;
+  std::string routing_key;
+};
+
+// The envelope of a delivered message. Never fails.
+//
+// A message without the bus's headers (a foreign producer's) is read from
+// its AMQP properties: message-id, type, correlation-id, reply-to (the
+// response address), timestamp (sent at), and expiration counted from the
+// timestamp (bus-expires-at; without a timestamp the broker's own expiry
+// is all there is). Its origin and the properties a type mapping may want
+// are kept as headers (header::amqp_*).
+//
+// A message still not valid (no id or type anywhere, a bus header that is
+// not a number, ...) becomes an envelope all the same: its id is
+// bus-message-id, else the AMQP message-id, else a new one made from the
+// two random words; its type is empty if none was found; its body is the
+// bytes as text; and the header header::wire_error says what was wrong and
+// what was looked at. The bus then skips it (no type) or fails it into the
+// error queue (a body that is not JSON): it is moved aside, never lost and
+// never a crash.
 // Headers the broker owns (x-death, x-delivery-count, ...) are left out:
 // sent on again they would confuse the broker's own bookkeeping.
 [[nodiscard]] envelope envelope_from_amqp(const amqp_basic_properties_t& props, amqp_bytes_t body,
-                                          std::uint64_t random_hi, std::uint64_t random_lo);
+                                          const amqp_origin& origin, std::uint64_t random_hi,
+                                          std::uint64_t random_lo);
 
 } // namespace bus::detail

@@ -422,12 +422,15 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
   auto broker_tag = d->delivery_tag;
   bool redelivered = d->redelivered != 0;
   auto consumer_tag = text_of(d->consumer_tag);
+  // Read before the content frames reuse the buffers; a foreign message's
+  // envelope keeps them (amqp_message.hpp).
+  amqp_origin origin{text_of(d->exchange), text_of(d->routing_key)};
   amqp_message_t content;
   if (session()->read_content(ch, content))
     return;
   // The envelope owns its bytes: copied out, and rabbitmq-c's freed at once.
   auto env = std::make_shared<const envelope>(
-      envelope_from_amqp(content.properties, content.body, random_(), random_()));
+      envelope_from_amqp(content.properties, content.body, origin, random_(), random_()));
   amqp_destroy_message(&content);
 
   std::string queue;

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "bus/header_names.hpp"
-#include "bus/rabbitmq_transport.hpp"
 #include "bus/replay_headers.hpp"
 
 namespace bus::detail {
@@ -132,9 +131,7 @@ result<std::size_t> rabbitmq_error_queues::replay(const std::string& queue,
       continue;
     }
     rabbitmq_copy_changes changes;
-    changes.keep_header = [](std::string_view name) {
-      return name != rabbitmq_wire_error_header && kept_on_replay(name);
-    };
+    changes.keep_header = [](std::string_view name) { return kept_on_replay(name); };
     changes.added_headers = replay_additions(replays_before(m), now, queue);
     if (auto copied = b->taken.copy_to(i, destination, changes); !copied) {
       problem = copied.error();

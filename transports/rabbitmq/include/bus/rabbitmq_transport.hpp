@@ -18,14 +18,17 @@
 #include <string>
 #include <string_view>
 
+#include "bus/header_names.hpp"
 #include "bus/rabbitmq_settings.hpp"
 #include "bus/transport.hpp"
 
 namespace bus {
 
 // Set on an envelope built from a message that was not a valid bus message
-// (no bus headers, a malformed one): what from_wire found wrong with it.
-inline constexpr std::string_view rabbitmq_wire_error_header = "bus-wire-error";
+// (no id or type found, a malformed bus header): what was wrong with it.
+inline constexpr std::string_view rabbitmq_wire_error_header = header::wire_error;
+
+// A foreign producer's message carries header::amqp_* (bus/header_names.hpp).
 
 class rabbitmq_transport final : public transport {
 public:

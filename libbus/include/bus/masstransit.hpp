@@ -1,0 +1,80 @@
+// MassTransit's wire convention (issue 25), the pure part: its JSON
+// envelope (content type application/vnd.masstransit+json) read into the
+// bus's envelope, its names for message types and its addresses. Facts
+// from MassTransit 8.5 on RabbitMQ: tests/interop/golden/ has the formats
+// and where each one comes from.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bus/envelope.hpp"
+#include "bus/error.hpp"
+
+namespace bus::masstransit {
+
+inline constexpr std::string_view content_type = "application/vnd.masstransit+json";
+
+// What of MassTransit's envelope has no field of its own in the bus's,
+// kept as headers: its correlation and request ids (a reply to a
+// MassTransit request must carry the request id back), the conversation's
+// first message, the message's type names (all of them, ';'-separated, as
+// sent) and the response address as the URI it was.
+namespace header {
+inline constexpr std::string_view correlation_id = "masstransit-correlation-id";
+inline constexpr std::string_view request_id = "masstransit-request-id";
+inline constexpr std::string_view initiator_id = "masstransit-initiator-id";
+inline constexpr std::string_view message_types = "masstransit-message-type";
+inline constexpr std::string_view response_address = "masstransit-response-address";
+} // namespace header
+
+// MassTransit's message type names ("urn:message:Contracts:OrderPlaced")
+// and the registered names they stand for, one to one.
+class message_names {
+public:
+  message_names() = default;
+  // errc::invalid_configuration for a name that is not urn:message:..., or
+  // a URN or registered name given twice.
+  [[nodiscard]] static result<message_names>
+  from(const std::vector<std::pair<std::string, std::string>>& urn_to_registered);
+
+  // The registered name of the first of `urns` that has one, or empty:
+  // MassTransit lists the type, then its base types and interfaces.
+  [[nodiscard]] std::string registered_of(const std::vector<std::string>& urns) const;
+  // The URN of a registered name, or empty.
+  [[nodiscard]] std::string urn_of(std::string_view registered) const;
+  [[nodiscard]] const std::map<std::string, std::string>& urns() const noexcept {
+    return by_urn_;
+  }
+
+private:
+  std::map<std::string, std::string> by_urn_;
+  std::map<std::string, std::string, std::less<>> by_registered_;
+};
+
+// The exchange MassTransit publishes a type to: "Contracts:OrderPlaced" for
+// "urn:message:Contracts:OrderPlaced". Empty for a name without the prefix.
+[[nodiscard]] std::string exchange_of(std::string_view urn);
+
+// The queue or exchange an address names: "orders" for
+// "rabbitmq://localhost/orders", "rabbitmq://mq:5673/sales/orders?temporary=true"
+// or "queue:orders"; empty for an empty address.
+[[nodiscard]] std::string address_name(std::string_view address);
+
+// The bus's envelope of `received`, whose body is a MassTransit envelope:
+// messageId as its id, conversationId as its correlation id (the bus's
+// correlation is the conversation), the addresses' names, sentTime as its
+// time sent, expirationTime as bus-expires-at, MassTransit's headers (as
+// text) over the received ones, the ids and names above as headers, the
+// inner message as its body, and as its type the registered name of the
+// first of its messageType names that `names` knows (else empty: the
+// endpoint skips it, and the header lists the names it had).
+// errc::malformed_message, saying what, for a body that is not one: not
+// JSON, no messageId, no message, a time that does not parse.
+[[nodiscard]] result<envelope> read_envelope(const envelope& received,
+                                             const message_names& names);
+
+} // namespace bus::masstransit

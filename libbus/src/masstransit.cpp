@@ -1,0 +1,142 @@
+#include "bus/masstransit.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "bus/deadline.hpp"
+#include "bus/time.hpp"
+
+namespace bus::masstransit {
+
+namespace {
+
+constexpr std::string_view urn_prefix = "urn:message:";
+
+error malformed(const envelope& received, const std::string& what) {
+  return error{errc::malformed_message, "message " + received.message_id
+                                          + " is not a MassTransit envelope: " + what};
+}
+
+// A field's text: a string as it is, a number or a boolean as JSON, null or
+// missing as nothing.
+std::string text_of(const nlohmann::json& object, const char* name) {
+  auto it = object.find(name);
+  if (it == object.end() || it->is_null())
+    return {};
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+} // namespace
+
+result<message_names>
+message_names::from(const std::vector<std::pair<std::string, std::string>>& urn_to_registered) {
+  message_names out;
+  for (const auto& [urn, registered] : urn_to_registered) {
+    if (urn.rfind(urn_prefix, 0) != 0 || urn.size() == urn_prefix.size())
+      return error{errc::invalid_configuration,
+                   "'" + urn + "' is not a MassTransit message type name (urn:message:Namespace:Type)"};
+    if (registered.empty())
+      return error{errc::invalid_configuration, "'" + urn + "' is mapped to an empty name"};
+    if (!out.by_urn_.emplace(urn, registered).second)
+      return error{errc::invalid_configuration, "'" + urn + "' is mapped twice"};
+    if (!out.by_registered_.emplace(registered, urn).second)
+      return error{errc::invalid_configuration,
+                   "'" + registered + "' has two MassTransit names; a type has one"};
+  }
+  return out;
+}
+
+std::string message_names::registered_of(const std::vector<std::string>& urns) const {
+  for (const auto& urn : urns)
+    if (auto it = by_urn_.find(urn); it != by_urn_.end())
+      return it->second;
+  return {};
+}
+
+std::string message_names::urn_of(std::string_view registered) const {
+  auto it = by_registered_.find(registered);
+  return it == by_registered_.end() ? std::string() : it->second;
+}
+
+std::string exchange_of(std::string_view urn) {
+  if (urn.substr(0, urn_prefix.size()) != urn_prefix)
+    return {};
+  return std::string(urn.substr(urn_prefix.size()));
+}
+
+std::string address_name(std::string_view address) {
+  address = address.substr(0, address.find('?'));
+  if (auto scheme = address.find("://"); scheme != std::string_view::npos)
+    address = address.substr(scheme + 3); // host[:port]/[vhost/]name
+  else if (auto colon = address.find(':'); colon != std::string_view::npos)
+    return std::string(address.substr(colon + 1)); // queue:name, exchange:name
+  auto slash = address.rfind('/');
+  return std::string(slash == std::string_view::npos ? std::string_view() : address.substr(slash + 1));
+}
+
+result<envelope> read_envelope(const envelope& received, const message_names& names) {
+  auto text = received.body.to_json_text();
+  if (!text)
+    return malformed(received, text.error().message);
+  auto mt = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!mt.is_object())
+    return malformed(received, "the body is not a JSON object");
+  envelope out;
+  out.message_id = text_of(mt, "messageId");
+  if (out.message_id.empty())
+    return malformed(received, "it has no messageId");
+  auto inner = mt.find("message");
+  if (inner == mt.end() || inner->is_null())
+    return malformed(received, "it has no message");
+
+  out.headers = received.headers;
+  if (auto h = mt.find("headers"); h != mt.end() && h->is_object())
+    for (const auto& [name, value] : h->items())
+      if (!value.is_null())
+        out.headers.set(name, value.is_string() ? value.get<std::string>() : value.dump());
+
+  std::vector<std::string> urns;
+  if (auto types = mt.find("messageType"); types != mt.end() && types->is_array())
+    for (const auto& t : *types)
+      if (t.is_string())
+        urns.push_back(t.get<std::string>());
+  std::string listed;
+  for (const auto& urn : urns)
+    listed += (listed.empty() ? "" : ";") + urn;
+  out.headers.set(header::message_types, listed);
+  out.message_type = names.registered_of(urns);
+
+  out.correlation_id = text_of(mt, "conversationId");
+  auto keep = [&](std::string_view header, const char* field) {
+    if (auto value = text_of(mt, field); !value.empty())
+      out.headers.set(header, std::move(value));
+  };
+  keep(header::correlation_id, "correlationId");
+  keep(header::request_id, "requestId");
+  keep(header::initiator_id, "initiatorId");
+  keep(header::response_address, "responseAddress");
+  out.source_address = address_name(text_of(mt, "sourceAddress"));
+  out.destination_address = address_name(text_of(mt, "destinationAddress"));
+  out.response_address = address_name(text_of(mt, "responseAddress"));
+  out.fault_address = address_name(text_of(mt, "faultAddress"));
+
+  if (auto sent = text_of(mt, "sentTime"); !sent.empty()) {
+    auto at = from_iso8601(sent);
+    if (!at)
+      return malformed(received, "its sentTime '" + sent + "' is not an ISO 8601 UTC time");
+    out.sent_at = *at;
+  } else {
+    out.sent_at = received.sent_at;
+  }
+  if (auto expires = text_of(mt, "expirationTime"); !expires.empty()) {
+    auto at = from_iso8601(expires);
+    if (!at)
+      return malformed(received,
+                       "its expirationTime '" + expires + "' is not an ISO 8601 UTC time");
+    set_expires_at(out, *at);
+  }
+  out.delivery_count = received.delivery_count;
+  out.body = message_body::text(inner->dump());
+  return out;
+}
+
+} // namespace bus::masstransit

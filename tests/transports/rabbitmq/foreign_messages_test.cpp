@@ -1,0 +1,254 @@
+// Messages from a producer that is not a bus, on a real broker: a plain
+// rabbitmq-c client that sets AMQP properties and no bus header.
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include <caf/all.hpp>
+#include <spdlog/sinks/null_sink.h>
+
+#include "broker.hpp"
+#include "bus/bus.hpp"
+#include "bus/header_names.hpp"
+#include "bus/masstransit.hpp"
+#include "raw_client.hpp"
+#include "support/delivery_collector.hpp"
+#include "support/sample_messages.hpp"
+
+using bus::test::invoice_requested;
+using bus::test::order_placed;
+
+namespace {
+
+// OrderPlaced as a .NET service declares it: MassTransit writes camelCase.
+struct dotnet_order_placed {
+  std::string orderId;
+  double amount = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_order_placed, orderId, amount)
+
+std::string golden(const std::string& name) {
+  std::ifstream in(std::string(BUS_INTEROP_GOLDEN_DIR) + "/" + name);
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct handled_orders {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::pair<order_placed, bus::envelope>> seen;
+  int skipped = 0;
+
+  void add(const order_placed& m, const bus::envelope& e) {
+    std::lock_guard<std::mutex> guard(mutex);
+    seen.emplace_back(m, e);
+    changed.notify_all();
+  }
+  bus::event_observer observer() {
+    return [this](const bus::bus_event& e) {
+      if (e.kind != bus::event_kind::skipped)
+        return;
+      std::lock_guard<std::mutex> guard(mutex);
+      ++skipped;
+      changed.notify_all();
+    };
+  }
+  bool wait_until(const std::function<bool()>& done) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(30), done);
+  }
+};
+
+} // namespace
+
+TEST_CASE("on RabbitMQ a plain AMQP client's message is handled as the type its properties or "
+          "its routing key name, and replied to at its reply-to",
+          "[foreign]") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto endpoint = bus::test::unique_name("legacy_orders");
+  auto replies = bus::test::unique_name("legacy_replies");
+  auto exchange = bus::test::unique_name("legacy.events");
+  auto order_type = bus::test::unique_name("order_placed");
+  handled_orders orders;
+
+  auto reader = bus::test::connect_transport(settings);
+  REQUIRE(reader->declare_queue(replies));
+  bus::test::delivery_collector replied;
+  REQUIRE(reader->consume(replies, 10, replied.handler()));
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  b.transport(bus::test::connect_transport(settings))
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .observe(orders.observer())
+    .message<order_placed>(order_type)
+    .message<invoice_requested>(bus::test::unique_name("invoice_requested"))
+    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+      e.foreign_types(bus::type_by_header(std::string(bus::header::amqp_routing_key),
+                                          {{"orders.placed", order_type}}))
+        .handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+          if (!ctx.message().response_address.empty())
+            (void)ctx.reply(invoice_requested{m.order_id, {"accepted"}}); // checked on arrival
+          orders.add(m, ctx.message());
+        });
+    });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+  bus::test::raw_bind(settings, exchange, endpoint, "orders.#");
+
+  // Named by its type property, with the other properties read too.
+  bus::test::raw_message by_type;
+  by_type.message_id = "legacy-1";
+  by_type.type = order_type;
+  by_type.correlation_id = "conversation-1";
+  by_type.reply_to = replies;
+  by_type.content_type = "application/json";
+  by_type.timestamp = 1767225600;
+  by_type.body = R"({"order_id":"o-1","amount":3})";
+  bus::test::raw_publish(settings, endpoint, by_type);
+
+  // Named by nothing but the routing key it was published with.
+  bus::test::raw_message by_key;
+  by_key.message_id = "legacy-2";
+  by_key.exchange = exchange;
+  by_key.routing_key = "orders.placed";
+  by_key.body = R"({"order_id":"o-2","amount":4})";
+  bus::test::raw_publish(settings, endpoint, by_key);
+
+  // Named by nothing at all.
+  bus::test::raw_message unnamed;
+  unnamed.message_id = "legacy-3";
+  unnamed.exchange = exchange;
+  unnamed.routing_key = "orders.cancelled";
+  unnamed.body = R"({"order_id":"o-3"})";
+  bus::test::raw_publish(settings, endpoint, unnamed);
+
+  REQUIRE(orders.wait_until([&] { return orders.seen.size() == 2 && orders.skipped == 1; }));
+  REQUIRE(replied.wait_for(1));
+  (*bus)->stop();
+
+  std::map<std::string, std::pair<order_placed, bus::envelope>> by_id;
+  for (auto& [m, e] : orders.seen)
+    by_id.emplace(e.message_id, std::make_pair(m, e));
+  REQUIRE(by_id.count("legacy-1") == 1);
+  REQUIRE(by_id.count("legacy-2") == 1);
+  const auto& first = by_id.at("legacy-1").second;
+  CHECK(by_id.at("legacy-1").first == order_placed{"o-1", 3});
+  CHECK(first.correlation_id == "conversation-1");
+  CHECK(first.response_address == replies);
+  CHECK(first.sent_at == bus::from_unix_ms(1767225600000));
+  CHECK(by_id.at("legacy-2").first == order_placed{"o-2", 4});
+  CHECK(by_id.at("legacy-2").second.headers.find(bus::header::amqp_exchange)
+        == std::optional<std::string_view>(exchange));
+
+  // The reply went where the plain client asked, in its conversation.
+  const auto& reply = *replied.items().at(0).message;
+  CHECK(reply.correlation_id == "conversation-1");
+  CHECK(nlohmann::json::parse(*reply.body.to_json_text())["order_id"] == "o-1");
+  for (const auto& d : replied.items())
+    CHECK(reader->ack(d.tag));
+
+  // The unnamed one is on the skipped queue, saying what was looked at.
+  bus::test::delivery_collector skipped;
+  REQUIRE(reader->consume(endpoint + "_skipped", 10, skipped.handler()));
+  REQUIRE(skipped.wait_for(1));
+  const auto& moved = *skipped.items().at(0).message;
+  CHECK(moved.message_id == "legacy-3");
+  auto reason = std::string(moved.headers.find(bus::header::skipped_reason).value_or(""));
+  CHECK_THAT(reason, Catch::Contains("no bus-message-type header and no AMQP type property")
+                       && Catch::Contains("routing key 'orders.cancelled'")
+                       && Catch::Contains("its foreign_types mapping named no type"));
+  for (const auto& d : skipped.items())
+    CHECK(reader->ack(d.tag));
+}
+
+TEST_CASE("on RabbitMQ an endpoint that reads MassTransit handles a golden MassTransit publish "
+          "from its type's exchange, and sends an envelope that does not parse to its error queue",
+          "[foreign][masstransit]") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto endpoint = bus::test::unique_name("mt_billing");
+  auto registered = bus::test::unique_name("order_placed");
+  // MassTransit's name for the type, unique per run: its exchange is the broker's, shared.
+  auto urn = "urn:message:Contracts:" + bus::test::unique_name("OrderPlaced");
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::pair<dotnet_order_placed, bus::envelope>> seen;
+  int dead_lettered = 0;
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  b.transport(bus::test::connect_transport(settings))
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .observe([&](const bus::bus_event& e) {
+      std::lock_guard<std::mutex> guard(mutex);
+      dead_lettered += e.kind == bus::event_kind::dead_lettered;
+      changed.notify_all();
+    })
+    .message<dotnet_order_placed>(registered)
+    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+      e.masstransit({{urn, registered}})
+        .handle<dotnet_order_placed>([&](const dotnet_order_placed& m, bus::handler_context& ctx) {
+          std::lock_guard<std::mutex> guard(mutex);
+          seen.emplace_back(m, ctx.message());
+          changed.notify_all();
+        });
+    });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+
+  auto envelope = nlohmann::json::parse(golden("masstransit_envelope.json"));
+  envelope["messageType"] = {urn};
+  bus::test::raw_message published;
+  published.exchange = bus::masstransit::exchange_of(urn); // as MassTransit publishes it
+  published.message_id = envelope["messageId"].get<std::string>();
+  published.content_type = std::string(bus::masstransit::content_type);
+  published.body = envelope.dump(2);
+  bus::test::raw_publish(settings, endpoint, published);
+
+  bus::test::raw_message broken = published;
+  broken.message_id = "mt-broken";
+  broken.body = R"({"messageType":[")" + urn + R"("],"message":{}})"; // no messageId
+  bus::test::raw_publish(settings, endpoint, broken);
+
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    REQUIRE(changed.wait_for(lock, std::chrono::seconds(30),
+                             [&] { return seen.size() == 1 && dead_lettered == 1; }));
+  }
+  (*bus)->stop();
+  const auto& [order, msg] = seen.at(0);
+  CHECK(order.orderId == "o-1");
+  CHECK(order.amount == 12.5);
+  CHECK(msg.message_id == "5d0c0000-8c6f-0015-a3f1-08dc69d1e4b2");
+  CHECK(msg.message_type == registered);
+  CHECK(msg.correlation_id == "5d0c0000-8c6f-0015-a3f8-08dc69d1e4b2");
+  CHECK(bus::to_iso8601(msg.sent_at) == "2024-05-01T12:00:00.123Z");
+  CHECK(msg.headers.find("MT-Activity-Id")
+        == std::optional<std::string_view>("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+
+  auto reader = bus::test::connect_transport(settings);
+  bus::test::delivery_collector errors;
+  REQUIRE(reader->consume(endpoint + "_error", 10, errors.handler()));
+  REQUIRE(errors.wait_for(1));
+  const auto& failed = *errors.items().at(0).message;
+  CHECK(failed.message_id == "mt-broken");
+  CHECK_THAT(std::string(failed.headers.find(bus::header::fault_message).value_or("")),
+             Catch::Contains("is not a MassTransit envelope: it has no messageId"));
+  CHECK(std::string(failed.headers.find(bus::header::fault_exception_type).value_or(""))
+        == "bus::message_deserialization_error");
+  for (const auto& d : errors.items())
+    CHECK(reader->ack(d.tag));
+}
