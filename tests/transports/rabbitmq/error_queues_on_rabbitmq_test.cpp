@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <spdlog/sinks/null_sink.h>
@@ -109,7 +110,17 @@ TEST_CASE("on RabbitMQ the page's seam reads the failed messages of an error que
   CHECK(groups[1].exception_type == "std::invalid_argument");
 
   // A poll with nothing changed is answered without taking the messages
-  // again (on a quorum queue each take counts as a delivery).
+  // again (on a quorum queue each take counts as a delivery). A quorum queue
+  // counts the messages a read gave back as ready again a moment after the
+  // read: until then its depth differs, and a read would take them again.
+  auto ready = [&] {
+    auto count = transport->message_count(error_queue);
+    return count && *count == 5;
+  };
+  auto settle_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ready() && std::chrono::steady_clock::now() < settle_until)
+    std::this_thread::yield();
+  REQUIRE(ready());
   auto browsed = counted->browses();
   auto again = access->read(error_queue, 0);
   REQUIRE(again);
