@@ -269,6 +269,15 @@ struct message_bus::impl {
       for (const auto& [urn, registered] : def.masstransit->urns())
         if (auto ok = t.subscribe(def.name, masstransit::exchange_of(urn)); !ok)
           return ok.error();
+    // NServiceBus sends to an exchange named after the endpoint, and
+    // publishes to one per type.
+    if (def.nservicebus) {
+      if (auto ok = t.subscribe(def.name, def.name); !ok)
+        return ok.error();
+      for (const auto& [type, registered] : def.nservicebus->types())
+        if (auto ok = t.subscribe(def.name, nservicebus::exchange_of(type)); !ok)
+          return ok.error();
+    }
     log_policies(def);
     auto run = std::make_shared<detail::endpoint_run>();
     auto budget = detail::budget_for(def, options, budgets);

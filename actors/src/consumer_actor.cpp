@@ -10,6 +10,7 @@
 #include "bus/handler_verdicts.hpp"
 #include "bus/header_names.hpp"
 #include "bus/masstransit.hpp"
+#include "bus/nservicebus.hpp"
 #include "attempt_spans.hpp"
 #include "consumer_endings.hpp"
 #include "consumer_inbox.hpp"
@@ -117,12 +118,13 @@ void fail_unread(consumer* self, const std::string& why) {
 }
 
 // A message with no type this endpoint handles, as a producer that is not
-// a bus sent it: unwrapped from MassTransit's envelope if the endpoint reads
-// those and it is one, and named by the endpoint's foreign_types mapping if
-// it still has no type the endpoint handles. What it became replaces it for
+// a bus sent it: unwrapped from MassTransit's envelope, or read from
+// NServiceBus's headers, if the endpoint reads those and it is one; and
+// named by the endpoint's foreign_types mapping if it still has no type the
+// endpoint handles. What it became replaces it for
 // this attempt and any redelivery after it. False if it ended here: a
-// MassTransit envelope that does not parse goes to the error queue, as a
-// body that does not decode does.
+// MassTransit envelope or NServiceBus header that does not parse goes to
+// the error queue, as a body that does not decode does.
 bool read_foreign(consumer* self) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
@@ -138,6 +140,14 @@ bool read_foreign(consumer* self) {
     // Its body is the message now: never unwrapped twice.
     read->headers.set(header::amqp_content_type, "application/json");
     read->headers.erase(header::wire_error);
+    unwrapped = std::move(*read);
+  } else if (const auto* nsb = rt.definition().nservicebus.get();
+             nsb && nservicebus::is_nservicebus(received)) {
+    auto read = nservicebus::read_message(received, *nsb);
+    if (!read) {
+      fail_unread<message_deserialization_error>(self, read.error().message);
+      return false;
+    }
     unwrapped = std::move(*read);
   }
   const auto& msg = unwrapped ? *unwrapped : received;

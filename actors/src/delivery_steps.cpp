@@ -2,6 +2,7 @@
 
 #include "bus/header_names.hpp"
 #include "bus/masstransit.hpp"
+#include "bus/nservicebus.hpp"
 #include "outgoing.hpp"
 
 namespace bus::detail {
@@ -58,6 +59,9 @@ std::string skipped_reason(const endpoint_runtime& rt, const envelope& msg) {
   if (auto names = msg.headers.find(masstransit::header::message_types))
     reason += "; MassTransit's envelope named it '" + std::string(*names)
               + "' (endpoint_builder::masstransit lists the names it reads)";
+  if (auto enclosed = msg.headers.find(nservicebus::header::enclosed_message_types))
+    reason += "; NServiceBus named it '" + std::string(*enclosed)
+              + "' (endpoint_builder::nservicebus lists the names it reads)";
   if (rt.definition().foreign_types) {
     std::string problem;
     auto named = foreign_type(rt, msg, &problem);

@@ -62,6 +62,11 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
       if (seen.count(registered) == 0)
         out.push_back(where + "MassTransit's '" + urn + "' names '" + registered
                       + "', which it has no handler for");
+  if (def.nservicebus)
+    for (const auto& [type, registered] : def.nservicebus->types())
+      if (seen.count(registered) == 0)
+        out.push_back(where + "NServiceBus's '" + type + "' names '" + registered
+                      + "', which it has no handler for");
   return out;
 }
 

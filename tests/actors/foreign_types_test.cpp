@@ -132,3 +132,48 @@ TEST_CASE("a foreign message whose body does not parse goes to the error queue w
   CHECK(h.stats("billing").redeliveries_scheduled == 0);
   CHECK(b.seen.empty());
 }
+
+TEST_CASE("an endpoint that reads NServiceBus takes a message's type, conversation and times from "
+          "its headers",
+          "[foreign][nservicebus]") {
+  bus::testing::harness h;
+  std::vector<std::pair<order_placed, bus::envelope>> seen;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.nservicebus({{"Contracts.OrderPlaced", "order_placed"}})
+      .handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        seen.emplace_back(m, ctx.message());
+      });
+  });
+  h.start(b);
+  // As the RabbitMQ transport hands it over: the AMQP type property as its
+  // type, NServiceBus's headers as they came.
+  auto nsb = [](std::string id, std::string time_sent) {
+    bus::envelope e;
+    e.message_id = id;
+    e.message_type = "Contracts.OrderPlaced";
+    e.headers.set("NServiceBus.MessageId", id);
+    e.headers.set("NServiceBus.EnclosedMessageTypes",
+                  "Contracts.OrderPlaced, Contracts, Version=1.0.0.0, Culture=neutral, "
+                  "PublicKeyToken=null");
+    e.headers.set("NServiceBus.ConversationId", "conversation-1");
+    e.headers.set("NServiceBus.ReplyToAddress", "Sales");
+    e.headers.set("NServiceBus.TimeSent", std::move(time_sent));
+    e.body = bus::message_body::text(R"({"order_id":"o-8","amount":2})");
+    return e;
+  };
+  REQUIRE(h.transport().send("billing", nsb("n-1", "2024-05-01 12:00:00:000000 Z")));
+  REQUIRE(h.transport().send("billing", nsb("n-2", "the first of May")));
+  h.advance_until_idle();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].first == order_placed{"o-8", 2});
+  CHECK(seen[0].second.message_type == "order_placed");
+  CHECK(seen[0].second.correlation_id == "conversation-1");
+  CHECK(seen[0].second.response_address == "Sales");
+  CHECK(bus::to_iso8601(seen[0].second.sent_at) == "2024-05-01T12:00:00.000Z");
+  auto errors = h.error_queue("billing");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]->message_id == "n-2");
+  CHECK_THAT(std::string(errors[0]->headers.find(bus::header::fault_message).value_or("")),
+             Catch::Contains("NServiceBus.TimeSent of 'the first of May'"));
+}

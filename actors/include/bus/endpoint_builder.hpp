@@ -23,6 +23,7 @@
 
 #include "bus/handler_context.hpp"
 #include "bus/masstransit.hpp"
+#include "bus/nservicebus.hpp"
 #include "bus/policy/recoverability.hpp"
 #include "bus/rate_limiter.hpp"
 #include "bus/time.hpp"
@@ -148,6 +149,9 @@ struct endpoint_definition {
   // Set: the endpoint reads MassTransit's envelope, and these are the
   // MassTransit names of its types.
   std::shared_ptr<const masstransit::message_names> masstransit;
+  // Set: the endpoint reads what NServiceBus sends, and these are the .NET
+  // names of its types.
+  std::shared_ptr<const nservicebus::message_names> nservicebus;
 
   // Automatic rate limiting (off unless a threshold is set), and what to
   // call when it starts and ends (on the circuit breaker's thread).
@@ -324,6 +328,26 @@ public:
       def_.mistakes.push_back("endpoint '" + def_.name + "': " + names.error().message);
     else
       def_.masstransit = std::make_shared<const masstransit::message_names>(std::move(*names));
+    return *this;
+  }
+
+  // The endpoint reads what NServiceBus sends over RabbitMQ
+  // (bus/nservicebus.hpp): a message with NServiceBus's headers takes its
+  // id, conversation, reply address and times from them, and its type from
+  // the first of its NServiceBus.EnclosedMessageTypes listed here (the
+  // .NET type's full name, without the assembly). The endpoint gets what
+  // NServiceBus's conventional routing topology expects of one: an exchange
+  // of its own name bound to its queue (where NServiceBus sends to it), and
+  // its queue bound to the exchange NServiceBus publishes each listed type
+  // to ("Contracts:OrderPlaced"). Every type must be one it handles.
+  //   e.nservicebus({{"Contracts.OrderPlaced", "order_placed"}})
+  endpoint_builder& nservicebus(
+    const std::vector<std::pair<std::string, std::string>>& type_to_registered) {
+    auto names = nservicebus::message_names::from(type_to_registered);
+    if (!names)
+      def_.mistakes.push_back("endpoint '" + def_.name + "': " + names.error().message);
+    else
+      def_.nservicebus = std::make_shared<const nservicebus::message_names>(std::move(*names));
     return *this;
   }
 

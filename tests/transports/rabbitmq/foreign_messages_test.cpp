@@ -14,6 +14,7 @@
 #include "bus/bus.hpp"
 #include "bus/header_names.hpp"
 #include "bus/masstransit.hpp"
+#include "bus/nservicebus.hpp"
 #include "raw_client.hpp"
 #include "support/delivery_collector.hpp"
 #include "support/sample_messages.hpp"
@@ -29,6 +30,13 @@ struct dotnet_order_placed {
   double amount = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_order_placed, orderId, amount)
+
+// And as NServiceBus's System.Text.Json writes it: PascalCase.
+struct dotnet_pascal_order {
+  std::string OrderId;
+  double Amount = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_pascal_order, OrderId, Amount)
 
 std::string golden(const std::string& name) {
   std::ifstream in(std::string(BUS_INTEROP_GOLDEN_DIR) + "/" + name);
@@ -251,4 +259,76 @@ TEST_CASE("on RabbitMQ an endpoint that reads MassTransit handles a golden MassT
         == "bus::message_deserialization_error");
   for (const auto& d : errors.items())
     CHECK(reader->ack(d.tag));
+}
+
+TEST_CASE("on RabbitMQ an endpoint that reads NServiceBus handles a golden NServiceBus publish and "
+          "a send to its endpoint exchange",
+          "[foreign][nservicebus]") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto endpoint = bus::test::unique_name("nsb_billing");
+  auto registered = bus::test::unique_name("order_placed");
+  // The .NET type, unique per run: its exchange is the broker's, shared.
+  auto dotnet_type = "Contracts." + bus::test::unique_name("OrderPlaced");
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::pair<dotnet_pascal_order, bus::envelope>> seen;
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  b.transport(bus::test::connect_transport(settings))
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .message<dotnet_pascal_order>(registered)
+    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+      e.nservicebus({{dotnet_type, registered}})
+        .handle<dotnet_pascal_order>([&](const dotnet_pascal_order& m, bus::handler_context& ctx) {
+          std::lock_guard<std::mutex> guard(mutex);
+          seen.emplace_back(m, ctx.message());
+          changed.notify_all();
+        });
+    });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+
+  auto message = nlohmann::json::parse(golden("nservicebus_headers.json"));
+  auto enclosed = dotnet_type + ", Contracts, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null";
+  message["headers"]["NServiceBus.EnclosedMessageTypes"] = enclosed;
+  auto as_nservicebus_sends = [&](const std::string& id, const std::string& exchange) {
+    bus::test::raw_message m;
+    for (const auto& [name, value] : message["headers"].items())
+      m.headers.emplace_back(name, value.get<std::string>());
+    for (auto& [name, value] : m.headers)
+      if (name == "NServiceBus.MessageId")
+        value = id;
+    const auto& p = message["properties"];
+    m.message_id = id;
+    m.type = dotnet_type; // EnclosedMessageTypes up to the first comma
+    m.correlation_id = p["correlation_id"];
+    m.reply_to = p["reply_to"];
+    m.content_type = p["content_type"];
+    m.exchange = exchange;
+    m.body = message["body"].dump();
+    return m;
+  };
+  // A publish, to the type's exchange; a send, to the endpoint's exchange.
+  bus::test::raw_publish(settings, endpoint,
+                         as_nservicebus_sends("nsb-1", bus::nservicebus::exchange_of(dotnet_type)));
+  bus::test::raw_publish(settings, endpoint, as_nservicebus_sends("nsb-2", endpoint));
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    REQUIRE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return seen.size() == 2; }));
+  }
+  (*bus)->stop();
+  for (const auto& [order, msg] : seen) {
+    CHECK(order.OrderId == "o-1");
+    CHECK(order.Amount == 12.5);
+    CHECK(msg.message_type == registered);
+    CHECK(msg.correlation_id == "2d55209a-f4fb-4984-84cf-b17c00c5a2f1");
+    CHECK(msg.response_address == "Sales");
+    CHECK(bus::to_iso8601(msg.sent_at) == "2024-05-01T12:00:00.123Z");
+  }
+  CHECK(seen[0].second.message_id != seen[1].second.message_id);
 }

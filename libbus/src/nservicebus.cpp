@@ -1,0 +1,159 @@
+#include "bus/nservicebus.hpp"
+
+#include <cctype>
+#include <charconv>
+
+#include "bus/deadline.hpp"
+
+namespace bus::nservicebus {
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return text;
+}
+
+// Digits only, all of `text`.
+bool read_number(std::string_view text, std::int64_t& out) {
+  if (text.empty() || text.size() > 9 || !std::isdigit(static_cast<unsigned char>(text.front())))
+    return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && out >= 0;
+}
+
+error malformed(const envelope& received, std::string_view header, std::string_view value,
+                const char* should_be) {
+  return error{errc::malformed_message, "message " + received.message_id + " has a "
+                                          + std::string(header) + " of '" + std::string(value)
+                                          + "', not " + should_be};
+}
+
+} // namespace
+
+result<message_names>
+message_names::from(const std::vector<std::pair<std::string, std::string>>& type_to_registered) {
+  message_names out;
+  for (const auto& [type, registered] : type_to_registered) {
+    if (type.empty() || registered.empty())
+      return error{errc::invalid_configuration, "an NServiceBus type name and its registered name "
+                                                "must not be empty"};
+    if (type.find(',') != std::string::npos)
+      return error{errc::invalid_configuration,
+                   "'" + type + "' is an assembly-qualified name; give the type's full name "
+                   "alone (Namespace.Type)"};
+    if (!out.by_type_.emplace(type, registered).second)
+      return error{errc::invalid_configuration, "'" + type + "' is mapped twice"};
+  }
+  return out;
+}
+
+std::string message_names::registered_of(std::string_view enclosed) const {
+  while (!enclosed.empty()) {
+    auto end = enclosed.find(';');
+    auto one = enclosed.substr(0, end);
+    enclosed = end == std::string_view::npos ? std::string_view() : enclosed.substr(end + 1);
+    auto type = trimmed(one.substr(0, one.find(',')));
+    if (auto it = by_type_.find(type); it != by_type_.end())
+      return it->second;
+  }
+  return {};
+}
+
+std::string exchange_of(std::string_view type) {
+  std::string out(type);
+  if (auto dot = out.rfind('.'); dot != std::string::npos)
+    out[dot] = ':';
+  return out;
+}
+
+std::optional<time_point> parse_time(std::string_view text) noexcept {
+  // yyyy-MM-dd HH:mm:ss:ffffff Z
+  constexpr std::string_view shape = "0000-00-00 00:00:00:000000 Z";
+  if (text.size() != shape.size())
+    return std::nullopt;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    bool digit = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
+    if (shape[i] == '0' ? !digit : text[i] != shape[i])
+      return std::nullopt;
+  }
+  std::string iso(text.substr(0, 19));
+  iso[10] = 'T';
+  iso += '.';
+  iso += text.substr(20, 6);
+  iso += 'Z';
+  return from_iso8601(iso);
+}
+
+std::optional<duration> parse_time_span(std::string_view text) noexcept {
+  std::int64_t days = 0, hours = 0, minutes = 0, seconds = 0, ms = 0;
+  auto colon = text.find(':');
+  if (colon == std::string_view::npos)
+    return std::nullopt;
+  auto head = text.substr(0, colon);
+  if (auto dot = head.find('.'); dot != std::string_view::npos) {
+    if (!read_number(head.substr(0, dot), days) || days > 100000)
+      return std::nullopt;
+    head = head.substr(dot + 1);
+  }
+  auto rest = text.substr(colon + 1);
+  auto second_colon = rest.find(':');
+  if (second_colon == std::string_view::npos)
+    return std::nullopt;
+  auto secs = rest.substr(second_colon + 1);
+  std::string_view fraction;
+  if (auto dot = secs.find('.'); dot != std::string_view::npos) {
+    fraction = secs.substr(dot + 1);
+    secs = secs.substr(0, dot);
+    if (fraction.empty() || fraction.size() > 7)
+      return std::nullopt;
+    std::int64_t digits = 0;
+    if (!read_number(fraction, digits))
+      return std::nullopt;
+    auto millis = std::string(fraction.substr(0, 3));
+    millis.resize(3, '0');
+    read_number(millis, ms);
+  }
+  if (!read_number(head, hours) || !read_number(rest.substr(0, second_colon), minutes)
+      || !read_number(secs, seconds) || hours > 23 || minutes > 59 || seconds > 59)
+    return std::nullopt;
+  return duration(((days * 24 + hours) * 60 + minutes) * 60'000 + seconds * 1000 + ms);
+}
+
+bool is_nservicebus(const envelope& received) {
+  return received.headers.contains(header::message_id);
+}
+
+result<envelope> read_message(const envelope& received, const message_names& names) {
+  envelope out = received;
+  auto text = [&](std::string_view name) { return received.headers.find(name); };
+  if (auto id = text(header::message_id); id && !id->empty())
+    out.message_id = std::string(*id);
+  auto enclosed = text(header::enclosed_message_types);
+  out.message_type = enclosed ? names.registered_of(*enclosed) : std::string();
+  if (out.message_type.empty())
+    out.message_type = names.registered_of(received.message_type); // the AMQP type property
+  if (auto conversation = text(header::conversation_id); conversation && !conversation->empty())
+    out.correlation_id = std::string(*conversation);
+  if (auto reply_to = text(header::reply_to_address); reply_to && !reply_to->empty())
+    out.response_address = std::string(*reply_to);
+  if (auto sent = text(header::time_sent)) {
+    auto at = parse_time(*sent);
+    if (!at)
+      return malformed(received, header::time_sent, *sent, "a time as NServiceBus writes it");
+    out.sent_at = *at;
+    if (auto ttbr = text(header::time_to_be_received)) {
+      auto span = parse_time_span(*ttbr);
+      if (!span)
+        return malformed(received, header::time_to_be_received, *ttbr, "a .NET TimeSpan");
+      if (to_unix_ms(*at) + span->count() <= max_unix_ms)
+        set_expires_at(out, *at + *span);
+    }
+  }
+  return out;
+}
+
+} // namespace bus::nservicebus

@@ -1,0 +1,117 @@
+// A message from NServiceBus read into the bus's envelope, against a golden
+// message written down from NServiceBus's own sources (tests/interop/golden/).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bus/deadline.hpp"
+#include "bus/nservicebus.hpp"
+
+namespace nsb = bus::nservicebus;
+
+namespace {
+
+nlohmann::json golden(const std::string& name) {
+  std::ifstream in(std::string(BUS_INTEROP_GOLDEN_DIR) + "/" + name);
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse(text.str());
+}
+
+// The golden message as the RabbitMQ transport hands it over: its headers
+// as text, and what it reads from the AMQP properties of a message without
+// the bus's headers.
+bus::envelope as_received(const nlohmann::json& message) {
+  bus::envelope e;
+  const auto& p = message["properties"];
+  e.message_id = p["message_id"];
+  e.message_type = p["type"];
+  e.correlation_id = p["correlation_id"];
+  e.response_address = p["reply_to"];
+  for (const auto& [name, value] : message["headers"].items())
+    e.headers.set(name, value.get<std::string>());
+  e.body = bus::message_body::text(message["body"].dump());
+  return e;
+}
+
+nsb::message_names names(std::vector<std::pair<std::string, std::string>> table) {
+  auto made = nsb::message_names::from(table);
+  REQUIRE(made);
+  return std::move(*made);
+}
+
+} // namespace
+
+TEST_CASE("a golden NServiceBus publish reads as its registered type, in its conversation",
+          "[nservicebus]") {
+  auto received = as_received(golden("nservicebus_headers.json"));
+  REQUIRE(nsb::is_nservicebus(received));
+  auto read = nsb::read_message(received, names({{"Contracts.OrderPlaced", "order_placed"}}));
+  REQUIRE(read);
+  CHECK(read->message_id == "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1");
+  CHECK(read->message_type == "order_placed");
+  CHECK(read->correlation_id == "2d55209a-f4fb-4984-84cf-b17c00c5a2f1"); // the conversation
+  CHECK(read->response_address == "Sales");
+  CHECK(bus::to_iso8601(read->sent_at) == "2024-05-01T12:00:00.123Z");
+  CHECK_FALSE(bus::expires_at(*read)); // no TimeToBeReceived
+  CHECK(nlohmann::json::parse(*read->body.to_json_text())
+        == nlohmann::json({{"OrderId", "o-1"}, {"Amount", 12.5}}));
+  CHECK(read->headers.find(nsb::header::message_intent) == std::optional<std::string_view>("Publish"));
+}
+
+TEST_CASE("NServiceBus names a type by its enclosed types, first known first, or by the AMQP "
+          "type property",
+          "[nservicebus]") {
+  auto table = names({{"Contracts.IOrderEvent", "order_event"}, {"Contracts.OrderPlaced", "order_placed"}});
+  CHECK(table.registered_of("Contracts.OrderPlaced, Contracts, Version=1.0.0.0, Culture=neutral, "
+                            "PublicKeyToken=null;Contracts.IOrderEvent, Contracts, Version=1.0.0.0")
+        == "order_placed");
+  CHECK(table.registered_of("Contracts.Unknown, Contracts; Contracts.IOrderEvent, Contracts")
+        == "order_event");
+  CHECK(table.registered_of("Contracts.OrderPlaced") == "order_placed"); // plain names are read too
+  CHECK(table.registered_of("Other.Type, Other").empty());
+
+  bus::envelope by_property;
+  by_property.message_id = "m-1";
+  by_property.message_type = "Contracts.OrderPlaced";
+  by_property.headers.set(nsb::header::message_id, "m-1");
+  auto read = nsb::read_message(by_property, table);
+  REQUIRE(read);
+  CHECK(read->message_type == "order_placed");
+
+  CHECK(nsb::exchange_of("Contracts.Orders.OrderPlaced") == "Contracts.Orders:OrderPlaced");
+  CHECK_FALSE(nsb::message_names::from({{"Contracts.OrderPlaced, Contracts", "order_placed"}}));
+  CHECK_FALSE(nsb::message_names::from({{"A.B", "a"}, {"A.B", "b"}}));
+  CHECK_FALSE(nsb::message_names::from({{"", "a"}}));
+}
+
+TEST_CASE("NServiceBus's times and time spans, and what is not one", "[nservicebus]") {
+  CHECK(nsb::parse_time("2024-05-01 12:00:00:123456 Z") == bus::from_iso8601("2024-05-01T12:00:00.123Z"));
+  for (auto bad : {"2024-05-01T12:00:00.123456Z", "2024-05-01 12:00:00:123 Z",
+                   "2024-13-01 12:00:00:123456 Z", "2024-05-01 12:00:00:123456Z", ""})
+    CHECK_FALSE(nsb::parse_time(bad));
+  using namespace std::chrono_literals;
+  CHECK(nsb::parse_time_span("00:01:00") == bus::duration(60s));
+  CHECK(nsb::parse_time_span("1.02:03:04.5") == bus::duration(26h + 3min + 4s + 500ms));
+  CHECK(nsb::parse_time_span("00:00:00.1234567") == bus::duration(123ms));
+  for (auto bad : {"-00:01:00", "00:60:00", "1:2", "soon", "00:00:00.", ""})
+    CHECK_FALSE(nsb::parse_time_span(bad));
+
+  bus::envelope timed;
+  timed.message_id = "m-2";
+  timed.headers.set(nsb::header::message_id, "m-2");
+  timed.headers.set(nsb::header::time_sent, "2024-05-01 12:00:00:000000 Z");
+  timed.headers.set(nsb::header::time_to_be_received, "00:00:30");
+  auto read = nsb::read_message(timed, names({}));
+  REQUIRE(read);
+  CHECK(bus::expires_at(*read) == bus::from_iso8601("2024-05-01T12:00:30Z"));
+  timed.headers.set(nsb::header::time_sent, "yesterday");
+  auto broken = nsb::read_message(timed, names({}));
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().code == bus::errc::malformed_message);
+  CHECK_THAT(broken.error().message, Catch::Contains("NServiceBus.TimeSent of 'yesterday'"));
+}
