@@ -2,25 +2,17 @@
 // written down from MassTransit's own sources (tests/interop/golden/).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bus/deadline.hpp"
 #include "bus/masstransit.hpp"
+#include "interop/golden.hpp"
 
 namespace mt = bus::masstransit;
+using bus::test::golden;
 
 namespace {
-
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(BUS_INTEROP_GOLDEN_DIR) + "/" + name);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bus::envelope received(std::string body) {
   bus::envelope e;

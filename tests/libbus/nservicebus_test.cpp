@@ -2,24 +2,19 @@
 // message written down from NServiceBus's own sources (tests/interop/golden/).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bus/deadline.hpp"
 #include "bus/nservicebus.hpp"
+#include "interop/golden.hpp"
 
 namespace nsb = bus::nservicebus;
 
 namespace {
 
 nlohmann::json golden(const std::string& name) {
-  std::ifstream in(std::string(BUS_INTEROP_GOLDEN_DIR) + "/" + name);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return nlohmann::json::parse(text.str());
+  return nlohmann::json::parse(bus::test::golden(name));
 }
 
 // The golden message as the RabbitMQ transport hands it over: its headers

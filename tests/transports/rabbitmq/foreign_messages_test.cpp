@@ -3,9 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include <caf/all.hpp>
 #include <spdlog/sinks/null_sink.h>
@@ -15,6 +13,7 @@
 #include "bus/header_names.hpp"
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
+#include "interop/golden.hpp"
 #include "raw_client.hpp"
 #include "support/delivery_collector.hpp"
 #include "support/sample_messages.hpp"
@@ -37,14 +36,6 @@ struct dotnet_pascal_order {
   double Amount = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_pascal_order, OrderId, Amount)
-
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(BUS_INTEROP_GOLDEN_DIR) + "/" + name);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 struct handled_orders {
   std::mutex mutex;
@@ -217,7 +208,7 @@ TEST_CASE("on RabbitMQ an endpoint that reads MassTransit handles a golden MassT
   REQUIRE(bus);
   REQUIRE((*bus)->start());
 
-  auto envelope = nlohmann::json::parse(golden("masstransit_envelope.json"));
+  auto envelope = nlohmann::json::parse(bus::test::golden("masstransit_envelope.json"));
   envelope["messageType"] = {urn};
   bus::test::raw_message published;
   published.exchange = bus::masstransit::exchange_of(urn); // as MassTransit publishes it
@@ -293,7 +284,7 @@ TEST_CASE("on RabbitMQ an endpoint that reads NServiceBus handles a golden NServ
   REQUIRE(bus);
   REQUIRE((*bus)->start());
 
-  auto message = nlohmann::json::parse(golden("nservicebus_headers.json"));
+  auto message = nlohmann::json::parse(bus::test::golden("nservicebus_headers.json"));
   auto enclosed = dotnet_type + ", Contracts, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null";
   message["headers"]["NServiceBus.EnclosedMessageTypes"] = enclosed;
   auto as_nservicebus_sends = [&](const std::string& id, const std::string& exchange) {
