@@ -91,9 +91,12 @@ TEST_CASE("deliveries held by an open breaker past the broker's consumer timeout
   for (int i = 0; i < messages; ++i)
     REQUIRE(bus.send(endpoint, order_placed{"o-" + std::to_string(i), 1}));
 
+  // The handler's own record comes before the bus counts the message
+  // handled (that follows its settlement): wait for both.
   auto all_handled = [&] {
     std::lock_guard<std::mutex> guard(mutex);
-    return handled.size() == static_cast<std::size_t>(messages);
+    return handled.size() == static_cast<std::size_t>(messages)
+           && bus.stats(endpoint)->handled == static_cast<std::uint64_t>(messages);
   };
   REQUIRE(bus::test::eventually(all_handled, 60s));
   {
