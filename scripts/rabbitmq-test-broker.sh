@@ -32,10 +32,6 @@
 #   rabbitmq-test-broker.sh cluster-leader DIR Q [VHOST]
 #                                                the number (1..3) of the node that
 #                                                leads quorum queue Q
-#   rabbitmq-test-broker.sh cluster-evict-leader DIR Q N [VHOST]
-#                                                if node N leads quorum queue Q, moves
-#                                                the leadership to another member (Ra's
-#                                                transfer_leadership: membership stays)
 #   rabbitmq-test-broker.sh cluster-stop-dead-letter-worker DIR Q [VHOST]
 #                                                end quorum queue Q's dead-letter worker
 #                                                (not restarted): Q strands what expires,
@@ -47,7 +43,7 @@
 # shows it), BUS_RABBITMQ_MANAGEMENT_URL node 1's management API
 # (http://127.0.0.1:P, as guest), and programs for the commands above: BUS_RABBITMQ_CTL (DIR/ctl ARGS),
 # BUS_RABBITMQ_KILL (DIR/kill N), BUS_RABBITMQ_REVIVE (DIR/revive N),
-# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]), BUS_RABBITMQ_EVICT_LEADER (DIR/evict-leader Q N [VHOST]),
+# BUS_RABBITMQ_LEADER (DIR/leader Q [VHOST]),
 # BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER (DIR/stop-dead-letter-worker Q [VHOST]).
 #
 # DIR/broker.env (KEY=VALUE lines, read by the tests; `source DIR/broker.env`
@@ -329,7 +325,6 @@ cluster_write_env() {
   write_command "${dir}" kill cluster-kill
   write_command "${dir}" revive cluster-revive
   write_command "${dir}" leader cluster-leader
-  write_command "${dir}" evict-leader cluster-evict-leader
   write_command "${dir}" stop-dead-letter-worker cluster-stop-dead-letter-worker
   local joined
   joined=$(IFS=,; printf '%s' "${hosts[*]}")
@@ -347,7 +342,6 @@ cluster_write_env() {
     env_line BUS_RABBITMQ_KILL "${dir}/kill"
     env_line BUS_RABBITMQ_REVIVE "${dir}/revive"
     env_line BUS_RABBITMQ_LEADER "${dir}/leader"
-    env_line BUS_RABBITMQ_EVICT_LEADER "${dir}/evict-leader"
     env_line BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER "${dir}/stop-dead-letter-worker"
   } >"${dir}/broker.env"
 }
@@ -470,35 +464,6 @@ cluster_revive() {
   say "node ${n} is back"
 }
 
-# Moves quorum queue Q's leadership off node N, if N leads it, to another
-# member, with Ra's transfer_leadership: an election without a change of
-# membership. (rabbitmq-queues delete_member then add_member did the same
-# through a membership change, and on 3.10.8 add_member once hung for
-# minutes, leaving the queue with two members.) Fails when Q does not exist
-# or nobody can say who leads it: an eviction that found nothing to do must
-# never look like one that did.
-cluster_evict_leader() {
-  local dir=$1 queue=$2 n=$3 vhost=${4:-/} leader attempt
-  leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
-    die "cannot move the leadership of '${queue}': nobody says who leads it"
-  [[ "${leader}" == "${n}" ]] || return 0
-  ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" -q eval "
-    {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"${vhost}\">>, queue, <<\"${queue}\">>)),
-    {Name, Leader} = amqqueue:get_pid(Q),
-    #{nodes := Members} = amqqueue:get_type_state(Q),
-    [Target | _] = [M || M <- Members, M =/= Leader],
-    ok = ra:transfer_leadership({Name, Leader}, {Name, Target})." >/dev/null ||
-    die "Ra refused to move the leadership of '${queue}' off node ${n}"
-  for attempt in 1 2 3 4 5; do
-    leader=$(cluster_leader "${dir}" "${queue}" "${vhost}") ||
-      die "nobody leads '${queue}' after moving its leadership off node ${n}"
-    [[ "${leader}" != "${n}" ]] && break
-    sleep 1
-  done
-  [[ "${leader}" != "${n}" ]] || die "node ${n} still leads '${queue}'"
-  say "node ${n} no longer leads '${queue}'"
-}
-
 # Ends quorum queue Q's dead-letter worker, wherever it runs, and prints how
 # many it ended (0 or 1). Not restarted (terminate_child of a simple
 # supervisor), the queue is left as RabbitMQ 3.10.8 leaves a queue whose new
@@ -536,7 +501,7 @@ cluster_leader() {
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,67p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,63p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
@@ -564,9 +529,6 @@ case "${cmd}" in
   cluster-kill) cluster_kill "$(cd "${dir}" && pwd)" "${1:?which node (1..3)?}" ;;
   cluster-revive) cluster_revive "$(cd "${dir}" && pwd)" "${1:?which node (1..3)?}" ;;
   cluster-leader) cluster_leader "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:-/}" ;;
-  cluster-evict-leader)
-    cluster_evict_leader "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:?which node?}" "${3:-/}"
-    ;;
   cluster-stop-dead-letter-worker)
     cluster_stop_dead_letter_worker "$(cd "${dir}" && pwd)" "${1:?which queue?}" "${2:-/}"
     ;;
@@ -574,5 +536,5 @@ case "${cmd}" in
     dir=$(cd "${dir}" && pwd)
     ctl "$(cluster_node_dir "${dir}" "$(cluster_running_node "${dir}")")" "$@"
     ;;
-  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-evict-leader, cluster-stop-dead-letter-worker, cluster-ctl)" ;;
+  *) die "unknown command '${cmd}' (start, stop, restart, ctl, certs, env, cluster-start, cluster-stop, cluster-kill, cluster-revive, cluster-leader, cluster-stop-dead-letter-worker, cluster-ctl)" ;;
 esac

@@ -30,6 +30,7 @@
 
 #include "broker.hpp"
 #include "bus/bus.hpp"
+#include "cluster_tools.hpp"
 #include "fault_run.hpp"
 #include "support/delivery_collector.hpp"
 #include "support/eventually.hpp"
@@ -91,20 +92,20 @@ bus::rabbitmq_settings cluster_settings(int first, const std::string& name,
   return s;
 }
 
-int run_tool(const std::string& key, const std::string& args) {
-  auto command = bus::test::broker_env(key) + " " + args + " >/dev/null 2>&1";
-  return std::system(command.c_str());
+// Runs the broker.env program `key` (kill, revive) with `args`; REQUIREs
+// that it succeeds, showing what it said if not.
+void require_tool(const std::string& key, const std::string& args) {
+  auto ran = bus::test::run_broker_tool(key, args);
+  INFO(key << " " << args << " said:\n" << ran.text);
+  REQUIRE(ran.ok);
 }
 
-// The node (1..3) that leads quorum queue `queue`.
-int leader_of(const std::string& queue) {
-  auto command = bus::test::broker_env("BUS_RABBITMQ_LEADER") + " '" + queue + "' 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  REQUIRE(pipe);
-  char buffer[64] = {};
-  auto n = std::fread(buffer, 1, sizeof buffer - 1, pipe.get());
-  buffer[n] = '\0';
-  return std::atoi(buffer);
+// Moves the leadership of `queue` off the node that leads it, as an
+// operator would (busctl move-leader: it returns once another member leads).
+void move_leader(const std::string& queue) {
+  auto moved = bus::test::busctl_move_leader(queue);
+  INFO("busctl move-leader '" << queue << "' said:\n" << moved.text);
+  REQUIRE(moved.ok);
 }
 
 // The queues of the vhost "/" as rabbitmqctl lists them (name, leader,
@@ -150,8 +151,8 @@ std::map<std::string, std::string> require_none_led_by(const bus::detail::delay_
 }
 
 // Moves the leadership of every level node `n` (1..3) leads to another
-// member: one look at who leads what, then a rabbitmqctl round trip or two
-// per level only where needed.
+// member: one look at who leads what, then a move per level only where
+// needed.
 // Returns who led them at that look, and whether it moved any.
 std::pair<std::map<std::string, std::string>, bool>
 evict_levels_from(const bus::detail::delay_levels& names, int n) {
@@ -161,7 +162,7 @@ evict_levels_from(const bus::detail::delay_levels& names, int n) {
   bool moved = false;
   for (const auto& [level, leader] : leaders)
     if (leader == name) {
-      REQUIRE(run_tool("BUS_RABBITMQ_EVICT_LEADER", "'" + level + "' " + std::to_string(n)) == 0);
+      move_leader(level);
       moved = true;
     }
   return {leaders, moved};
@@ -228,7 +229,7 @@ struct revive_on_exit {
   int node = 0;
   ~revive_on_exit() {
     if (node != 0)
-      run_tool("BUS_RABBITMQ_REVIVE", std::to_string(node));
+      (void)bus::test::run_broker_tool("BUS_RABBITMQ_REVIVE", std::to_string(node));
   }
 };
 
@@ -282,10 +283,9 @@ void run_case(victim which) {
     auto declarer = bus::test::connect_transport(cluster_settings(3, "declarer", declare_log));
     for (const auto& q : {endpoint, error_queue, endpoint + "_skipped"})
       REQUIRE(declarer->declare_queue(q));
-    if (leader_of(endpoint) == connected)
-      REQUIRE(run_tool("BUS_RABBITMQ_EVICT_LEADER",
-                       "'" + endpoint + "' " + std::to_string(connected)) == 0);
-    victim_node = leader_of(endpoint);
+    if (bus::test::leader_of(endpoint) == connected)
+      move_leader(endpoint);
+    victim_node = bus::test::leader_of(endpoint);
     REQUIRE(victim_node != connected);
   }
   place_delay_levels(levels, victim_node, redelivery_delay);
@@ -379,13 +379,13 @@ void run_case(victim which) {
     REQUIRE(record.wait_for_total(60, 60s));
     killed = victim_node;
     if (which == victim::queue_leader)
-      REQUIRE(leader_of(endpoint) == killed);
+      REQUIRE(bus::test::leader_of(endpoint) == killed);
     awaiting_at_kill = record.awaiting_redelivery();
     retries_at_kill = record.retries();
     // The broker fault this case steers around (see connected_node_levels):
     // no level it uses may be led by the node it kills.
     leaders_at_kill = keep_levels_off(level_names, killed);
-    REQUIRE(run_tool("BUS_RABBITMQ_KILL", std::to_string(killed)) == 0);
+    require_tool("BUS_RABBITMQ_KILL", std::to_string(killed));
     times.kill();
     revive.node = killed;
     auto sent_at_kill = sender.confirmed_count();
@@ -612,7 +612,7 @@ TEST_CASE("kill -9 of the node a transport is connected to: sends and deliveries
   revive_on_exit revive;
   keep_levels_off(bus::detail::delay_levels(transport_levels, bus::test::test_settings().delay_unit),
                   1);
-  REQUIRE(run_tool("BUS_RABBITMQ_KILL", "1") == 0);
+  require_tool("BUS_RABBITMQ_KILL", "1");
   revive.node = 1;
   bool completed = bus::test::eventually([&] { return done_ok + done_failed == 200; }, 90s);
   INFO("in flight at the kill: " << done_ok << " confirmed, " << done_failed << " failed; log:\n"
@@ -657,7 +657,7 @@ TEST_CASE("kill -9 of the quorum queue's leader with 200 sends in flight: none f
       cluster_settings(1, "cluster declare", declare_log, transport_levels));
     REQUIRE(declarer->declare_queue(queue));
   }
-  REQUIRE(bus::test::eventually([&] { return leader_of(queue) == 1; }, 10s));
+  REQUIRE(bus::test::eventually([&] { return bus::test::leader_of(queue) == 1; }, 10s));
   auto settings = cluster_settings(2, "cluster sender", log, transport_levels);
   auto t = bus::test::connect_transport(settings);
   auto message = [&](int i) {
@@ -675,7 +675,7 @@ TEST_CASE("kill -9 of the quorum queue's leader with 200 sends in flight: none f
   // A send every 3 ms while the leader dies (the kill takes about as long
   // as the 600 ms of sends): some reach it and are lost with it, some meet
   // the election and are nacked, the last ones reach the new leader.
-  std::thread kill([] { (void)run_tool("BUS_RABBITMQ_KILL", "1"); });
+  std::thread kill([] { (void)bus::test::run_broker_tool("BUS_RABBITMQ_KILL", "1"); });
   for (int i = 0; i < 200; ++i) {
     t->async_send(queue, message(i), [&](bus::result<void> r) { ++(r ? done_ok : done_failed); });
     std::this_thread::sleep_for(3ms);

@@ -11,10 +11,8 @@
 // report clears.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <memory>
-
 #include "broker.hpp"
+#include "cluster_tools.hpp"
 #include "delay_levels.hpp"
 #include "fault_run.hpp"
 #include "support/delivery_collector.hpp"
@@ -23,17 +21,6 @@
 using namespace std::chrono_literals;
 
 namespace {
-
-// What `command` printed, and whether it exited 0.
-std::pair<bool, std::string> output_of(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen((command + " 2>&1").c_str(), "r"), ::pclose);
-  REQUIRE(pipe);
-  std::string out;
-  char buffer[4096];
-  while (auto n = std::fread(buffer, 1, sizeof buffer, pipe.get()))
-    out.append(buffer, n);
-  return {::pclose(pipe.release()) == 0, out};
-}
 
 bus::envelope delayed(const std::string& id) {
   bus::envelope e;
@@ -113,7 +100,7 @@ TEST_CASE("a delay level that holds messages it does not forward is reported wit
   REQUIRE(arrived.wait_for(1, 15s));
 
   auto [ended, count] =
-      output_of(bus::test::broker_env("BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER") + " '" + level + "'");
+      bus::test::run_broker_tool("BUS_RABBITMQ_STOP_DEAD_LETTER_WORKER", "'" + level + "'");
   INFO("stop-dead-letter-worker said: " << count);
   REQUIRE(ended);
   REQUIRE(count.rfind("1", 0) == 0);
@@ -144,8 +131,7 @@ TEST_CASE("a delay level that holds messages it does not forward is reported wit
   CHECK(arrived.size() == 1); // nothing came out meanwhile
 
   // The remedy, as an operator runs it.
-  auto [moved, said] = output_of("BUS_RABBITMQ_CTL='" + bus::test::broker_env("BUS_RABBITMQ_CTL")
-                                 + "' " BUS_BUSCTL " move-leader '" + level + "'");
+  auto [moved, said] = bus::test::busctl_move_leader(level);
   INFO("busctl said: " << said);
   REQUIRE(moved);
   CHECK_THAT(said, Catch::StartsWith("moved the leadership of '" + level + "' from "));

@@ -154,6 +154,7 @@ set_tests_properties("rabbitmq_cluster: stop the cluster" PROPERTIES
 add_executable(rabbitmq_cluster_tests
   ${CMAKE_CURRENT_LIST_DIR}/cluster_failover_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stranded_level_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/leader_move_test.cpp
   $<TARGET_OBJECTS:bus_catch_main>)
 target_link_libraries(rabbitmq_cluster_tests PRIVATE Catch2::Catch2 bus_flags bus::runtime
                                                      bus::rabbitmq)

@@ -11,6 +11,13 @@ namespace bus::ctl {
 
 namespace {
 
+// How long a member that answered a ping is given to take the leadership:
+// 140 looks, 250 ms apart, 35 s, past Ra's 30 s await_condition timeout
+// (after which a target that never called its election is given up on).
+// An election takes well under a second on a quiet cluster.
+constexpr int awaits_per_target = 140;
+constexpr int ping_timeout_ms = 2000;
+
 // "<<\"...\">>": a binary literal, with \ and " escaped.
 std::string erlang_binary(const std::string& text) {
   std::string out = "<<\"";
@@ -81,19 +88,41 @@ std::string trimmed(std::string text) {
 
 } // namespace
 
+// Ra's transfer_leadership only asks: "ok" means the leader took the
+// request, not that the target won. A target that does not answer leaves
+// the leader waiting for it, deaf to every other request, for Ra's 30 s
+// await_condition timeout. So only members that answer a ping are asked,
+// one at a time, and each move is watched until the queue's record names
+// another leader, for longer than that timeout.
 std::string move_leader_expression(const std::string& vhost, const std::string& queue) {
-  return "case rabbit_amqqueue:lookup(rabbit_misc:r(" + erlang_binary(vhost) + ", queue, "
-         + erlang_binary(queue)
-         + ")) of\n"
+  return "R = rabbit_misc:r(" + erlang_binary(vhost) + ", queue, " + erlang_binary(queue)
+         + "),\n"
+           "LeaderNow = fun() -> case rabbit_amqqueue:lookup(R) of\n"
+           "    {ok, Now} -> element(2, amqqueue:get_pid(Now)); _ -> none end end,\n"
+           "case rabbit_amqqueue:lookup(R) of\n"
            "  {error, not_found} -> io:format(\"not_found~n\");\n"
            "  {ok, Q} ->\n"
-           "    {Name, Leader} = amqqueue:get_pid(Q),\n"
+           "    {Name, From} = amqqueue:get_pid(Q),\n"
            "    #{nodes := Members} = amqqueue:get_type_state(Q),\n"
-           "    case [M || M <- Members, M =/= Leader] of\n"
-           "      [] -> io:format(\"single_member~n\");\n"
-           "      [Target | _] ->\n"
-           "        ok = ra:transfer_leadership({Name, Leader}, {Name, Target}),\n"
-           "        io:format(\"moved ~s ~s~n\", [Leader, Target])\n"
+           "    Running = [M || M <- Members, M =/= From, lists:member(M, rabbit_nodes:all_running())],\n"
+           "    Pings = [{M, ra:ping({Name, M}, " + std::to_string(ping_timeout_ms) + ")} || M <- Running],\n"
+           "    Await = fun Await(0) -> From;\n"
+           "                Await(K) -> case LeaderNow() of\n"
+           "                              From -> timer:sleep(250), Await(K - 1);\n"
+           "                              Other -> Other end end,\n"
+           "    Try = fun Try([], Answers) ->\n"
+           "                io:format(\"not_moved ~s ~w~n\", [From, lists:reverse(Answers)]);\n"
+           "              Try([Target | Rest], Answers) ->\n"
+           "                Answer = ra:transfer_leadership({Name, From}, {Name, Target}),\n"
+           "                case Await(" + std::to_string(awaits_per_target) + ") of\n"
+           "                  From -> Try(Rest, [{Target, Answer} | Answers]);\n"
+           "                  To -> io:format(\"moved ~s ~s~n\", [From, To])\n"
+           "                end\n"
+           "          end,\n"
+           "    case {Members -- [From], [M || {M, {pong, _}} <- Pings]} of\n"
+           "      {[], _} -> io:format(\"single_member~n\");\n"
+           "      {_, []} -> io:format(\"no_answering_member ~s ~w~n\", [From, Pings]);\n"
+           "      {_, Targets} -> Try(Targets, [{M, P} || {M, P} <- Pings, element(1, P) =/= pong])\n"
            "    end\n"
            "end.";
 }
@@ -106,20 +135,36 @@ result<leader_moved> move_leader(const std::string& rabbitmqctl, const std::stri
   std::string answer;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
-    if (line == "not_found" || line == "single_member" || line.rfind("moved ", 0) == 0)
-      answer = line;
-  if (ran.status == 0 && answer == "not_found")
+    for (const char* known : {"not_found", "single_member", "no_answering_member ", "not_moved ",
+                              "moved "})
+      if (line.rfind(known, 0) == 0)
+        answer = line;
+  std::istringstream words(answer);
+  std::string word, from, to;
+  words >> word >> from;
+  if (ran.status == 0 && word == "not_found")
     return error{errc::unknown_queue,
                  "no queue '" + queue + "' in vhost '" + vhost + "' (rabbitmqctl list_queues)"};
-  if (ran.status == 0 && answer == "single_member")
+  if (ran.status == 0 && word == "single_member")
     return error{errc::transport_failure,
                  "quorum queue '" + queue
                      + "' has one member: its leader cannot move (add a "
                        "member with rabbitmq-queues add_member, or restart its node)"};
-  std::istringstream words(answer);
-  std::string moved, from, to;
-  if (ran.status == 0 && words >> moved >> from >> to && moved == "moved")
+  if (ran.status == 0 && word == "moved" && words >> to)
     return leader_moved{queue, from, to};
+  std::string answers;
+  std::getline(words >> std::ws, answers);
+  if (ran.status == 0 && word == "no_answering_member")
+    return error{errc::transport_failure,
+                 "quorum queue '" + queue + "' is led by " + from
+                     + " and none of its other members answers a ping within "
+                     + std::to_string(ping_timeout_ms / 1000) + " s (" + answers
+                     + "): start their nodes, or wait for them to catch up, then move it"};
+  if (ran.status == 0 && word == "not_moved")
+    return error{errc::transport_failure,
+                 "the leadership of '" + queue + "' stayed on " + from
+                     + ": no other member took it (Ra answered " + answers
+                     + "); try again, or see docs/rabbitmq.md, \"Stranded delay levels\""};
   return error{errc::transport_failure,
                "rabbitmqctl did not move the leader of '" + queue + "'"
                    + (ran.status < 0 ? std::string(" (it did not run)")

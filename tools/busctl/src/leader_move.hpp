@@ -7,6 +7,9 @@
 // transfer_leadership: an election, no change of membership and no data
 // copied (rabbitmq-queues delete_member + add_member does the same through a
 // membership change, and on 3.10.8 add_member once hung for minutes).
+// Ra's "ok" is only the leader taking the request, so the move counts once
+// the queue's record names another leader; a member that does not take it
+// within 10 s is passed over for the next.
 #pragma once
 
 #include <string>
@@ -24,7 +27,9 @@ struct leader_moved {
 };
 
 // The Erlang expression rabbitmqctl eval runs (quoted for Erlang, so any
-// queue or vhost name is safe). It prints "<from> <to>" on success.
+// queue or vhost name is safe). It prints "moved <from> <to>" once another
+// member leads, or why not (not_found, single_member, no_running_member,
+// not_moved with Ra's answers).
 [[nodiscard]] std::string move_leader_expression(const std::string& vhost,
                                                  const std::string& queue);
 

@@ -1,0 +1,55 @@
+// What the cluster's tests run beside the transport: the fixture's programs
+// (broker.env: BUS_RABBITMQ_KILL, BUS_RABBITMQ_LEADER, ...) and busctl, each
+// with what it printed kept, so that a failure says why and not only that.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "broker.hpp"
+
+namespace bus::test {
+
+struct command_output {
+  bool ok = false;  // it exited 0
+  std::string text; // stdout and stderr together
+};
+
+inline command_output output_of(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen((command + " 2>&1").c_str(), "r"), ::pclose);
+  REQUIRE(pipe);
+  command_output out;
+  char buffer[4096];
+  while (auto n = std::fread(buffer, 1, sizeof buffer, pipe.get()))
+    out.text.append(buffer, n);
+  out.ok = ::pclose(pipe.release()) == 0;
+  return out;
+}
+
+// The program broker.env names under `key`, with `args` (quoted by the
+// caller for the shell).
+inline command_output run_broker_tool(const std::string& key, const std::string& args) {
+  return output_of(broker_env(key) + " " + args);
+}
+
+// The node (1..3) that leads quorum queue `queue`; 0 if nobody says.
+inline int leader_of(const std::string& queue) {
+  std::istringstream lines(run_broker_tool("BUS_RABBITMQ_LEADER", "'" + queue + "'").text);
+  for (std::string line; std::getline(lines, line);)
+    if (line == "1" || line == "2" || line == "3")
+      return line[0] - '0';
+  return 0;
+}
+
+// `busctl move-leader QUEUE`, as an operator runs it on the cluster.
+inline command_output busctl_move_leader(const std::string& queue) {
+  return output_of("BUS_RABBITMQ_CTL='" + broker_env("BUS_RABBITMQ_CTL") + "' " BUS_BUSCTL
+                   " move-leader '"
+                   + queue + "'");
+}
+
+} // namespace bus::test
