@@ -112,6 +112,7 @@ struct message_bus::impl {
   recoverability_scopes scopes; // host, bus and transport
   recoverability_options options;
   fault_limits limits;
+  bool servicecontrol_headers = false;
   std::optional<std::uint64_t> jitter_seed;
   event_observer observer;
   std::string dead_letter_directory;
@@ -282,6 +283,7 @@ struct message_bus::impl {
     auto run = std::make_shared<detail::endpoint_run>();
     auto budget = detail::budget_for(def, options, budgets);
     detail::endpoint_runtime::settings settings{limits,
+                                                servicecontrol_headers,
                                                 jitter_seed,
                                                 observer,
                                                 dead_letter_directory,
@@ -427,6 +429,11 @@ bus_builder& bus_builder::fault_text_limit(std::size_t bytes) {
   return *this;
 }
 
+bus_builder& bus_builder::servicecontrol_error_headers(bool on) {
+  servicecontrol_headers_ = on;
+  return *this;
+}
+
 bus_builder& bus_builder::jitter_seed(std::uint64_t seed) {
   jitter_seed_ = seed;
   return *this;
@@ -564,6 +571,7 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->scopes = scopes_;
   state->options = options_;
   state->limits = fault_limits_;
+  state->servicecontrol_headers = servicecontrol_headers_;
   state->jitter_seed = jitter_seed_;
   state->observer = observer_;
   state->spans = span_observer_;

@@ -11,6 +11,7 @@
 #include "bus/header_names.hpp"
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
+#include "bus/servicecontrol.hpp"
 #include "attempt_spans.hpp"
 #include "consumer_endings.hpp"
 #include "consumer_inbox.hpp"
@@ -182,6 +183,12 @@ bool take(consumer* self, delivery d, claim_ptr claim, bool throttled, bool prob
   cur.probe = probe;
   if (ended_as_stale(self))
     return false; // waited for a slot while its connection died: not run at all
+  if (auto fresh = servicecontrol::as_fresh_attempt(*cur.item.message)) {
+    rt.log().endpoint->info("message {} on endpoint '{}' was retried from the error queue by "
+                            "ServiceControl: it starts over, with a fresh retry budget",
+                            fresh->message_id, rt.name());
+    cur.item.message = std::make_shared<envelope>(std::move(*fresh));
+  }
   const auto& msg = *cur.item.message;
   cur.handler = rt.find_handler(msg.message_type);
   // Its past, read once with bounds: headers from outside the process.

@@ -211,7 +211,7 @@ void on_error_queue(consumer* self, const result<void>& sent) {
            {msg.message_id, rt.name(), cur.attempt, fault.exception.type, fault.reason},
            "the error queue '{}' refused message {} ({}); trying again with minimal fault headers",
            cur.fault_queue, msg.message_id, log.cut(to_string(sent.error())));
-  auto minimal = minimal_error_queue_copy(msg, fault);
+  auto minimal = minimal_error_queue_copy(rt, msg, fault);
   stamp_fault_trace(msg, cur.attempt, cur.attempt_started, minimal);
   rt.transport().async_send(cur.fault_queue, std::move(minimal),
                             to_self(self, ending_step::minimal_error_queue));

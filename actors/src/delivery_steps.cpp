@@ -3,6 +3,7 @@
 #include "bus/header_names.hpp"
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
+#include "bus/servicecontrol.hpp"
 #include "outgoing.hpp"
 
 namespace bus::detail {
@@ -81,17 +82,26 @@ envelope skipped_copy(const endpoint_runtime& rt, const envelope& msg) {
 
 envelope error_queue_copy(const endpoint_runtime& rt, const envelope& msg,
                           const fault_details& fault) {
-  return with_fault_headers(msg, fault, rt.config().limits);
+  auto copy = with_fault_headers(msg, fault, rt.config().limits);
+  if (rt.config().servicecontrol_headers)
+    copy = servicecontrol::with_failed_headers(std::move(copy), fault, rt.config().limits);
+  return copy;
 }
 
-envelope minimal_error_queue_copy(const envelope& msg, const fault_details& fault) {
+envelope minimal_error_queue_copy(const endpoint_runtime& rt, const envelope& msg,
+                                  const fault_details& fault) {
   auto minimal = fault;
   minimal.exception.message.clear();
   minimal.reason = truncate_utf8(minimal.reason, 256);
   minimal.exception.type = truncate_utf8(minimal.exception.type, 256);
   auto bare = msg;
   bare.headers.erase_prefix(header::prefix);
-  return with_fault_headers(std::move(bare), minimal, fault_limits{256});
+  auto copy = with_fault_headers(std::move(bare), minimal, fault_limits{256});
+  if (rt.config().servicecontrol_headers) {
+    copy.headers.erase_prefix("NServiceBus.ExceptionInfo.");
+    copy = servicecontrol::with_failed_headers(std::move(copy), minimal, fault_limits{256});
+  }
+  return copy;
 }
 
 std::optional<outgoing_message> fault_event(const endpoint_runtime& rt, const envelope& msg,

@@ -43,7 +43,8 @@ namespace bus::detail {
 // error queue that refused the first (a broker may refuse large headers).
 [[nodiscard]] envelope error_queue_copy(const endpoint_runtime& rt, const envelope& msg,
                                         const fault_details& fault);
-[[nodiscard]] envelope minimal_error_queue_copy(const envelope& msg, const fault_details& fault);
+[[nodiscard]] envelope minimal_error_queue_copy(const endpoint_runtime& rt, const envelope& msg,
+                                                const fault_details& fault);
 
 // fault<T> for a message that failed for good, addressed to its fault
 // address, else its response address, else published (empty queue).

@@ -62,6 +62,9 @@ public:
   // What the bus sets for all its endpoints alike.
   struct settings {
     fault_limits limits;
+    // Error-queue copies also carry the headers ServiceControl reads
+    // (bus_builder::servicecontrol_error_headers).
+    bool servicecontrol_headers = false;
     std::optional<std::uint64_t> jitter_seed; // empty: each consumer seeds from the OS
     event_observer observer;                  // empty: no events
     std::string dead_letter_directory = "bus-dead-letters"; // when the error queue refuses

@@ -2,6 +2,9 @@
 
 #include <cctype>
 #include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 
 #include "bus/deadline.hpp"
 
@@ -86,6 +89,19 @@ std::optional<time_point> parse_time(std::string_view text) noexcept {
   iso += text.substr(20, 6);
   iso += 'Z';
   return from_iso8601(iso);
+}
+
+std::string format_time(time_point t) {
+  auto micros =
+    std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  auto secs = static_cast<std::time_t>(micros >= 0 ? micros / 1000000 : (micros - 999999) / 1000000);
+  auto rest = static_cast<long>(micros - static_cast<std::int64_t>(secs) * 1000000);
+  std::tm parts{};
+  gmtime_r(&secs, &parts);
+  char buf[96]; // room for any int the format may print
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d:%06ld Z", parts.tm_year + 1900,
+                parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, rest);
+  return buf;
 }
 
 std::optional<duration> parse_time_span(std::string_view text) noexcept {

@@ -2,7 +2,6 @@
 // message written down from NServiceBus's own sources (tests/interop/golden/).
 #include <catch2/catch.hpp>
 
-
 #include <nlohmann/json.hpp>
 
 #include "bus/deadline.hpp"

@@ -130,6 +130,13 @@ public:
   bus_builder& recoverability_policy(custom_policy policy);
   // Fault texts (exception message, reason) are cut to this many bytes.
   bus_builder& fault_text_limit(std::size_t bytes);
+  // Error-queue copies also carry the headers NServiceBus's ServiceControl
+  // reads (NServiceBus.FailedQ, .ExceptionInfo.*, .TimeOfFailure,
+  // .ProcessingEndpoint, the retry counters; bus/servicecontrol.hpp), so
+  // that a company's ServicePulse lists this bus's failures and retries
+  // them. Off by default. A retry from ServicePulse starts over whatever
+  // this says.
+  bus_builder& servicecontrol_error_headers(bool on = true);
   // Where a failed message goes when its error queue refuses it even with
   // minimal fault headers: <directory>/<endpoint>.dead-letters.jsonl.
   // Default: ./bus-dead-letters.
@@ -202,6 +209,7 @@ private:
   recoverability_scopes scopes_; // host, bus and transport
   recoverability_options options_;
   fault_limits fault_limits_;
+  bool servicecontrol_headers_ = false;
   std::optional<std::uint64_t> jitter_seed_;
   event_observer observer_;
   span_observer span_observer_;

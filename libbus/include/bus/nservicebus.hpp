@@ -61,6 +61,8 @@ private:
 // NServiceBus's time format, "2024-05-01 12:00:00:123456 Z" (UTC; not
 // ISO 8601), read to the millisecond; nothing for any other text.
 [[nodiscard]] std::optional<time_point> parse_time(std::string_view text) noexcept;
+// `t` in that format, to the microsecond.
+[[nodiscard]] std::string format_time(time_point t);
 // A .NET TimeSpan as TimeSpan.ToString() writes it, "[d.]hh:mm:ss[.fffffff]",
 // to the millisecond; nothing for any other text or a negative span.
 [[nodiscard]] std::optional<duration> parse_time_span(std::string_view text) noexcept;

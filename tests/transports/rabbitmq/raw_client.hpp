@@ -32,6 +32,16 @@ struct raw_message {
   std::string exchange, routing_key;
 };
 
+// A message with only headers, an AMQP message-id (if not empty) and a body.
+inline raw_message raw_with(std::vector<std::pair<std::string, std::string>> headers,
+                            std::string message_id, std::string body) {
+  raw_message m;
+  m.headers = std::move(headers);
+  m.message_id = std::move(message_id);
+  m.body = std::move(body);
+  return m;
+}
+
 // FAILs the test when a raw call did not succeed.
 inline void raw_check(amqp_rpc_reply_t r, const char* what) {
   if (r.reply_type != AMQP_RESPONSE_NORMAL)
@@ -152,6 +162,8 @@ inline void raw_declare_unplaced_level(const rabbitmq_settings& s, const std::st
 struct raw_got {
   bool found = false;
   std::string message_id;
+  std::string content_type;
+  std::string body;
   std::map<std::string, std::string> headers; // top level, strings and integers
   std::vector<std::string> death_reasons;     // x-death[i].reason, newest first
   std::vector<std::string> death_queues;      // x-death[i].queue
@@ -188,6 +200,9 @@ inline raw_got raw_get(const rabbitmq_settings& s, const std::string& queue, boo
     const auto& p = m.properties;
     if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
       out.message_id = text(p.message_id);
+    if (p._flags & AMQP_BASIC_CONTENT_TYPE_FLAG)
+      out.content_type = text(p.content_type);
+    out.body = text(m.body);
     if (p._flags & AMQP_BASIC_HEADERS_FLAG) {
       for (int i = 0; i < p.headers.num_entries; ++i) {
         const auto& e = p.headers.entries[i];

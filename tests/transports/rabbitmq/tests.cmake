@@ -72,7 +72,8 @@ bus_rabbitmq_test_binary(bus_on_rabbitmq_tests
           ${CMAKE_CURRENT_LIST_DIR}/user_api_rabbitmq_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/free_workers_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/error_queues_on_rabbitmq_test.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/foreign_messages_test.cpp)
+          ${CMAKE_CURRENT_LIST_DIR}/foreign_messages_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/servicecontrol_test.cpp)
 target_link_libraries(bus_on_rabbitmq_tests PRIVATE bus::runtime)
 target_include_directories(bus_on_rabbitmq_tests PRIVATE
   "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # the error queues' read count

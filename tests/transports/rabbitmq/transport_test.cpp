@@ -143,16 +143,16 @@ TEST_CASE("a message that is not a bus message arrives as an envelope that says 
   REQUIRE(t->declare_queue(q));
   auto settings = bus::test::test_settings();
   // No bus headers, a body that is not JSON, only an AMQP message-id.
-  bus::test::raw_publish(settings, q, {{{"origin", "legacy"}}, "legacy-17", "<order id=17/>"});
+  bus::test::raw_publish(settings, q,
+                         bus::test::raw_with({{"origin", "legacy"}}, "legacy-17", "<order id=17/>"));
   // Bus headers, one of them broken.
   bus::test::raw_publish(settings, q,
-                         {{{"bus-message-id", "m-2"},
-                           {"bus-message-type", "order_placed"},
-                           {"bus-sent-at", "yesterday"}},
-                          "",
-                          R"({"order_id":"o-2","amount":2})"});
+                         bus::test::raw_with({{"bus-message-id", "m-2"},
+                                              {"bus-message-type", "order_placed"},
+                                              {"bus-sent-at", "yesterday"}},
+                                             "", R"({"order_id":"o-2","amount":2})"));
   // Nothing at all to name it by.
-  bus::test::raw_publish(settings, q, {{}, "", ""});
+  bus::test::raw_publish(settings, q, bus::test::raw_with({}, "", ""));
 
   delivery_collector got;
   REQUIRE(t->consume(q, 10, got.handler()));

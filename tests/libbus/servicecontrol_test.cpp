@@ -1,0 +1,175 @@
+// The headers ServiceControl reads from an error queue, written on the
+// bus's error-queue copy, against NServiceBus's own failed message (the
+// golden file, tests/interop/golden/nservicebus_failed_headers.json); and a
+// retry from ServicePulse starting over.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "bus/header_names.hpp"
+#include "bus/nservicebus.hpp"
+#include "bus/servicecontrol.hpp"
+#include "interop/golden.hpp"
+
+namespace sc = bus::servicecontrol;
+
+namespace {
+
+bus::time_point at(const char* iso) {
+  auto t = bus::from_iso8601(iso);
+  REQUIRE(t);
+  return *t;
+}
+
+bus::envelope ours() {
+  bus::envelope e;
+  e.message_id = "m-1";
+  e.message_type = "order_placed";
+  e.correlation_id = "c-1";
+  e.sent_at = at("2024-05-01T12:00:00.123Z");
+  e.source_address = "sales";
+  e.response_address = "sales_replies";
+  e.delivery_count = 2;
+  e.body = bus::message_body::text(R"({"order_id":"o-1"})");
+  return e;
+}
+
+bus::fault_details failure() {
+  bus::fault_details f;
+  f.exception = {"billing::payment_declined", "Payment provider unavailable"};
+  f.reason = "retries exhausted";
+  f.at = at("2024-05-01T12:00:41.230Z");
+  f.host = "billing01";
+  f.process = "4242";
+  f.endpoint = "billing";
+  f.original_address = "billing";
+  f.immediate_retries = 3;
+  f.delivery_count = 2;
+  return f;
+}
+
+std::string header(const bus::envelope& e, std::string_view name) {
+  auto v = e.headers.find(name);
+  return v ? std::string(*v) : std::string("<missing>");
+}
+
+bus::envelope failed_copy(const bus::envelope& msg) {
+  return sc::with_failed_headers(bus::with_fault_headers(msg, failure()), failure());
+}
+
+} // namespace
+
+TEST_CASE("NServiceBus's time is written to the microsecond in its own format") {
+  auto t = at("2024-05-01T12:00:41.230Z") + std::chrono::microseconds(83);
+  CHECK(bus::nservicebus::format_time(t) == "2024-05-01 12:00:41:230083 Z");
+  CHECK(bus::nservicebus::parse_time(bus::nservicebus::format_time(t))
+        == at("2024-05-01T12:00:41.230Z"));
+}
+
+TEST_CASE("a failure of the bus's own carries every header of NServiceBus's failed message that "
+          "ServiceControl reads, in its formats",
+          "[servicecontrol]") {
+  auto golden = nlohmann::json::parse(bus::test::golden("nservicebus_failed_headers.json"));
+  auto copy = failed_copy(ours());
+  // Each header NServiceBus writes on a failure and ServiceControl reads
+  // (nservicebus_message.md, section 6) is written, as text.
+  for (const auto* name :
+       {"NServiceBus.FailedQ", "NServiceBus.MessageId", "NServiceBus.TimeOfFailure",
+        "NServiceBus.ExceptionInfo.ExceptionType", "NServiceBus.ExceptionInfo.Message",
+        "NServiceBus.ExceptionInfo.Source", "NServiceBus.ExceptionInfo.StackTrace",
+        "NServiceBus.EnclosedMessageTypes", "NServiceBus.ProcessingEndpoint",
+        "NServiceBus.ProcessingMachine", "NServiceBus.OriginatingEndpoint",
+        "$.diagnostics.hostdisplayname", "NServiceBus.MessageIntent",
+        "NServiceBus.ConversationId", "NServiceBus.ContentType", "NServiceBus.TimeSent",
+        "NServiceBus.ReplyToAddress"}) {
+    INFO(name);
+    REQUIRE(golden["headers"].contains(name));
+    CHECK(header(copy, name) != "<missing>");
+  }
+  CHECK(header(copy, "NServiceBus.FailedQ") == "billing");
+  CHECK(header(copy, "NServiceBus.ProcessingEndpoint") == "billing");
+  CHECK(header(copy, "NServiceBus.ProcessingMachine") == "billing01");
+  CHECK(header(copy, "$.diagnostics.hostdisplayname") == "billing01");
+  CHECK(header(copy, "NServiceBus.MessageId") == "m-1");
+  CHECK(header(copy, "NServiceBus.EnclosedMessageTypes") == "order_placed");
+  CHECK(header(copy, "NServiceBus.ConversationId") == "c-1");
+  CHECK(header(copy, "NServiceBus.OriginatingEndpoint") == "sales");
+  CHECK(header(copy, "NServiceBus.ReplyToAddress") == "sales_replies");
+  CHECK(header(copy, "NServiceBus.MessageIntent") == "Send");
+  CHECK(header(copy, "NServiceBus.ContentType") == "application/json");
+  CHECK(header(copy, "NServiceBus.ExceptionInfo.ExceptionType") == "billing::payment_declined");
+  CHECK(header(copy, "NServiceBus.ExceptionInfo.Message") == "Payment provider unavailable");
+  CHECK(header(copy, "NServiceBus.ExceptionInfo.Source") == "billing");
+  CHECK(header(copy, "NServiceBus.ExceptionInfo.StackTrace")
+        == "billing::payment_declined: Payment provider unavailable");
+  CHECK(header(copy, "NServiceBus.TimeOfFailure") == "2024-05-01 12:00:41:230000 Z");
+  CHECK(header(copy, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123000 Z");
+  CHECK(header(copy, "NServiceBus.Retries") == "2");
+  CHECK(header(copy, "NServiceBus.FLRetries") == "3");
+  // The formats are NServiceBus's: ServiceControl checks the length and
+  // the digits of a time.
+  for (const auto* name : {"NServiceBus.TimeOfFailure", "NServiceBus.TimeSent"})
+    CHECK(header(copy, name).size() == golden["headers"][name].get<std::string>().size());
+  // The bus's own fault facts stay beside them.
+  CHECK(header(copy, bus::header::fault_exception_type) == "billing::payment_declined");
+}
+
+TEST_CASE("what an NServiceBus sender wrote stays on its failure", "[servicecontrol]") {
+  auto golden = nlohmann::json::parse(bus::test::golden("nservicebus_failed_headers.json"));
+  auto msg = ours();
+  for (const auto* name : {"NServiceBus.MessageId", "NServiceBus.EnclosedMessageTypes",
+                           "NServiceBus.ConversationId", "NServiceBus.MessageIntent",
+                           "NServiceBus.TimeSent", "NServiceBus.OriginatingEndpoint"})
+    msg.headers.set(name, golden["headers"][name].get<std::string>());
+  auto copy = failed_copy(msg);
+  CHECK(header(copy, "NServiceBus.MessageId") == "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1");
+  CHECK(header(copy, "NServiceBus.EnclosedMessageTypes")
+        == golden["headers"]["NServiceBus.EnclosedMessageTypes"]);
+  CHECK(header(copy, "NServiceBus.MessageIntent") == "Publish");
+  CHECK(header(copy, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123456 Z");
+  CHECK(header(copy, "NServiceBus.OriginatingEndpoint") == "Sales");
+}
+
+TEST_CASE("long exception texts are cut to the fault limits", "[servicecontrol]") {
+  auto f = failure();
+  f.exception.message = std::string(10000, 'x');
+  auto copy = sc::with_failed_headers(ours(), f, bus::fault_limits{100});
+  CHECK(header(copy, "NServiceBus.ExceptionInfo.Message").size() == 100);
+  CHECK(header(copy, "NServiceBus.ExceptionInfo.StackTrace").size() == 100);
+}
+
+TEST_CASE("a retry from ServicePulse starts over; the bus's own redeliveries of it do not",
+          "[servicecontrol]") {
+  auto failed = failed_copy(ours());
+  failed.headers.set(bus::header::failed_attempts, "6");
+  failed.headers.set(bus::header::first_failure_at, "1714564800000");
+  failed.headers.set(bus::header::delivery_count, "2");
+  SECTION("a message without ServiceControl's retry header is as it came") {
+    CHECK_FALSE(sc::as_fresh_attempt(failed));
+  }
+  failed.headers.set(sc::header::retry_id, "5a1d7c2e");
+  SECTION("retried: no fault facts, no attempt history, delivery count 0") {
+    auto fresh = sc::as_fresh_attempt(failed);
+    REQUIRE(fresh);
+    CHECK(fresh->delivery_count == 0);
+    CHECK(fresh->message_id == "m-1");
+    CHECK(header(*fresh, sc::header::retry_id) == "5a1d7c2e");
+    for (const auto& [name, value] : fresh->headers) {
+      INFO(name);
+      CHECK(name.rfind("bus-fault-", 0) != 0);
+      CHECK(name != bus::header::failed_attempts);
+      CHECK(name != bus::header::first_failure_at);
+      CHECK(name != bus::header::delivery_count);
+    }
+    SECTION("the bus's redelivery of the retried message keeps its count") {
+      auto redelivered = *fresh;
+      redelivered.delivery_count = 1;
+      redelivered.headers.set(bus::header::delivery_count, "1");
+      CHECK_FALSE(sc::as_fresh_attempt(redelivered));
+    }
+  }
+  SECTION("a failure held back for its error queue keeps its decided fate") {
+    failed.headers.set(bus::header::fault_pending, "1");
+    CHECK_FALSE(sc::as_fresh_attempt(failed));
+  }
+}
