@@ -18,6 +18,7 @@
 #include "consumer_resilience.hpp"
 #include "bus/deadline.hpp"
 #include "delivery_steps.hpp"
+#include "outgoing.hpp"
 #include "metrics/attempt_timer.hpp"
 
 namespace bus::detail {
@@ -44,9 +45,16 @@ handler_context context_for(consumer* self) {
 // delivery taken back by a stop meanwhile comes back and finds it stored.
 void on_success(consumer* self, handler_context& ctx) {
   auto outbox = ctx.take_outbox();
-  if (self->state.rt->definition().inherit_deadline) // issue 14, opt-in
+  const auto& rt = *self->state.rt;
+  const auto& handled = *self->state.current->item.message;
+  if (rt.definition().inherit_deadline) // issue 14, opt-in
     for (auto& out : outbox)
-      inherit_deadline(out.message, *self->state.current->item.message);
+      inherit_deadline(out.message, handled);
+  // A retry from ServicePulse that worked: ServiceControl is told, as
+  // NServiceBus tells it, with the handler's own messages.
+  if (auto ack = servicecontrol::retry_acknowledgement(handled, rt.now(), new_message_id(),
+                                                       rt.name()))
+    outbox.push_back(std::move(*ack));
   if (self->state.current->transaction && !commit_attempt(self, outbox))
     return;
   if (claim_ending(self))

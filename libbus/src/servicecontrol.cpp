@@ -64,4 +64,24 @@ std::optional<envelope> as_fresh_attempt(const envelope& received) {
   return fresh;
 }
 
+std::optional<outgoing_message> retry_acknowledgement(const envelope& handled, time_point now,
+                                                      std::string id, std::string source) {
+  auto retry = handled.headers.find(header::retry_id);
+  auto queue = handled.headers.find(header::retry_acknowledgement_queue);
+  if (!retry || !queue || queue->empty())
+    return std::nullopt;
+  envelope ack;
+  ack.message_id = std::move(id);
+  ack.message_type = std::string(acknowledgement_type);
+  ack.correlation_id = handled.correlation_id;
+  ack.sent_at = now;
+  ack.source_address = std::move(source);
+  ack.destination_address = std::string(*queue);
+  ack.body = message_body::text("");
+  ack.headers.set(header::retry_successful, nservicebus::format_time(now));
+  ack.headers.set(header::retry_id, std::string(*retry));
+  ack.headers.set(header::control_message, "True");
+  return outgoing_message{std::string(*queue), std::move(ack)};
+}
+
 } // namespace bus::servicecontrol

@@ -173,3 +173,22 @@ TEST_CASE("a retry from ServicePulse starts over; the bus's own redeliveries of 
     CHECK_FALSE(sc::as_fresh_attempt(failed));
   }
 }
+
+TEST_CASE("a retry that was handled is acknowledged to ServiceControl as NServiceBus does",
+          "[servicecontrol]") {
+  auto handled = ours();
+  auto now = at("2024-05-01T12:05:00.000Z");
+  CHECK_FALSE(sc::retry_acknowledgement(handled, now, "a-1", "billing"));
+  handled.headers.set(sc::header::retry_id, "5a1d7c2e");
+  CHECK_FALSE(sc::retry_acknowledgement(handled, now, "a-1", "billing")); // no queue to tell
+  handled.headers.set(sc::header::retry_acknowledgement_queue, "error");
+  auto ack = sc::retry_acknowledgement(handled, now, "a-1", "billing");
+  REQUIRE(ack);
+  CHECK(ack->queue == "error");
+  CHECK(ack->message.message_id == "a-1");
+  CHECK(ack->message.source_address == "billing");
+  CHECK(header(ack->message, "ServiceControl.Retry.Successful") == "2024-05-01 12:05:00:000000 Z");
+  CHECK(header(ack->message, "ServiceControl.Retry.UniqueMessageId") == "5a1d7c2e");
+  CHECK(header(ack->message, "NServiceBus.ControlMessage") == "True");
+  CHECK(ack->message.body.text_size() == 0);
+}

@@ -12,6 +12,7 @@
 
 #include "bus/envelope.hpp"
 #include "bus/fault.hpp"
+#include "bus/outgoing_message.hpp"
 
 namespace bus::servicecontrol {
 
@@ -36,7 +37,13 @@ inline constexpr std::string_view originating_endpoint = "NServiceBus.Originatin
 inline constexpr std::string_view retry_id = "ServiceControl.Retry.UniqueMessageId";
 inline constexpr std::string_view retry_acknowledgement_queue =
   "ServiceControl.Retry.AcknowledgementQueue";
+// On the acknowledgement of a retry that was handled.
+inline constexpr std::string_view retry_successful = "ServiceControl.Retry.Successful";
+inline constexpr std::string_view control_message = "NServiceBus.ControlMessage";
 } // namespace header
+
+// The message type of a retry's acknowledgement, for the bus's own header.
+inline constexpr std::string_view acknowledgement_type = "servicecontrol.retry_acknowledgement";
 
 // `failed` (the bus's error-queue copy, with_fault_headers already applied)
 // with the headers ServiceControl reads, from `fault`. What an NServiceBus
@@ -57,5 +64,15 @@ inline constexpr std::string_view retry_acknowledgement_queue =
 // redeliveries of a retried message among them (they carry no fault facts),
 // and a failure held back (bus-fault-pending): its fate is decided.
 [[nodiscard]] std::optional<envelope> as_fresh_attempt(const envelope& received);
+
+// What NServiceBus sends once a message ServicePulse retried was handled,
+// so that ServicePulse shows the retry as resolved: a control message to
+// its ServiceControl.Retry.AcknowledgementQueue with
+// ServiceControl.Retry.Successful (`now`), the retry's unique id,
+// NServiceBus.ControlMessage "True", and an empty body; `id` is its
+// message id, `source` the endpoint. Nothing for a message without both
+// retry headers.
+[[nodiscard]] std::optional<outgoing_message>
+retry_acknowledgement(const envelope& handled, time_point now, std::string id, std::string source);
 
 } // namespace bus::servicecontrol

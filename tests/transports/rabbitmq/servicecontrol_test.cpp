@@ -3,8 +3,8 @@
 // failure every header ServiceControl reads, as text, in NServiceBus's
 // formats; and a retry from ServicePulse, sent back to the FailedQ as
 // ServiceControl sends it (tests/interop/golden/nservicebus_message.md,
-// section 6), is handled as a fresh attempt. A rabbitmq-c client stands in
-// for ServiceControl.
+// section 6), is handled as a fresh attempt and acknowledged. A rabbitmq-c
+// client stands in for ServiceControl.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -55,7 +55,7 @@ bus::test::raw_message as_servicecontrol_retries(const bus::test::raw_got& faile
 } // namespace
 
 TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and a retry from "
-          "ServicePulse starts over",
+          "ServicePulse starts over and is acknowledged",
           "[foreign][nservicebus][servicecontrol]") {
   auto settings = bus::test::test_settings();
   settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
@@ -155,5 +155,14 @@ TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and 
     CHECK(name != "bus-failed-attempts");
     CHECK(name != "bus-first-failure-at");
   }
-  CHECK_FALSE(bus::test::raw_get(settings, error_queue, true).found);
+  // ServiceControl is told the retry worked, on the queue it named.
+  bus::test::raw_got ack;
+  REQUIRE(bus::test::eventually(
+    [&] { return (ack = bus::test::raw_get(settings, error_queue, true)).found; }, 30s, 50ms));
+  CHECK(ack.headers["ServiceControl.Retry.UniqueMessageId"]
+        == "5a1d7c2e-0b3f-4e4a-8c1d-2f6e9b7a3c10");
+  CHECK(ack.headers["NServiceBus.ControlMessage"] == "True");
+  CHECK(bus::nservicebus::parse_time(ack.headers["ServiceControl.Retry.Successful"]));
+  CHECK(ack.body.empty());
+  CHECK_FALSE(bus::test::raw_get(settings, error_queue, true).found); // nothing else
 }
