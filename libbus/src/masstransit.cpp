@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bus/deadline.hpp"
+#include "bus/header_names.hpp"
 #include "bus/time.hpp"
 
 namespace bus::masstransit {
@@ -137,6 +138,80 @@ result<envelope> read_envelope(const envelope& received, const message_names& na
   out.delivery_count = received.delivery_count;
   out.body = message_body::text(inner->dump());
   return out;
+}
+
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// The headers of the bus, its transports and MassTransit's own fields: not
+// written into MassTransit's headers block.
+bool bus_internal(std::string_view name) {
+  return starts_with(name, bus::header::prefix) || starts_with(name, "amqp-")
+         || starts_with(name, "masstransit-") || starts_with(name, "x-")
+         || name == bus::header::traceparent || name == bus::header::tracestate;
+}
+
+} // namespace
+
+result<std::string> write_envelope(const envelope& msg, std::string_view urn,
+                                   std::string_view broker, const host_info& host) {
+  auto text = msg.body.to_json_text();
+  if (!text)
+    return error{errc::malformed_message, "message " + msg.message_id
+                                            + " cannot be written in MassTransit's envelope: "
+                                            + text.error().message};
+  auto inner = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (inner.is_discarded())
+    return error{errc::malformed_message, "message " + msg.message_id
+                                            + " cannot be written in MassTransit's envelope: "
+                                              "its body is not JSON"};
+  using json = nlohmann::ordered_json;
+  auto or_null = [](std::string_view value) -> json {
+    return value.empty() ? json(nullptr) : json(std::string(value));
+  };
+  auto from_header = [&](std::string_view name) -> json {
+    auto value = msg.headers.find(name);
+    return value ? or_null(*value) : json(nullptr);
+  };
+  auto address = [&](std::string_view name) -> json {
+    return name.empty() ? json(nullptr) : json(std::string(broker) + std::string(name));
+  };
+  json out;
+  out["messageId"] = msg.message_id;
+  out["requestId"] = from_header(header::request_id);
+  out["correlationId"] = from_header(header::correlation_id);
+  out["conversationId"] = or_null(msg.correlation_id);
+  out["initiatorId"] = from_header(header::initiator_id);
+  out["sourceAddress"] = address(msg.source_address);
+  out["destinationAddress"] =
+    address(msg.destination_address.empty() ? exchange_of(urn) : msg.destination_address);
+  auto response = msg.headers.find(header::response_address);
+  out["responseAddress"] = response ? json(std::string(*response)) : address(msg.response_address);
+  out["faultAddress"] = address(msg.fault_address);
+  out["messageType"] = json::array({std::string(urn)});
+  out["message"] = std::move(inner);
+  auto expires = expires_at(msg);
+  out["expirationTime"] = expires ? json(to_iso8601(*expires)) : json(nullptr);
+  out["sentTime"] = to_iso8601(msg.sent_at);
+  json headers = json::object();
+  for (const auto& [name, value] : msg.headers)
+    if (!bus_internal(name))
+      headers[name] = value;
+  if (auto trace = msg.headers.find(bus::header::traceparent))
+    headers["MT-Activity-Id"] = std::string(*trace);
+  out["headers"] = std::move(headers);
+  out["host"] = {{"machineName", host.machine_name},
+                 {"processName", host.process_name},
+                 {"processId", host.process_id},
+                 {"assembly", host.assembly},
+                 {"assemblyVersion", host.assembly_version},
+                 {"frameworkVersion", host.framework_version},
+                 {"massTransitVersion", nullptr},
+                 {"operatingSystemVersion", host.operating_system_version}};
+  return out.dump(2);
 }
 
 } // namespace bus::masstransit

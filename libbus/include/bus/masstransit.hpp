@@ -77,4 +77,34 @@ private:
 [[nodiscard]] result<envelope> read_envelope(const envelope& received,
                                              const message_names& names);
 
+// Who wrote an envelope, MassTransit's "host" block: shown by its tools
+// beside a message. The caller fills it (the library reads no system).
+struct host_info {
+  std::string machine_name;
+  std::string process_name;
+  long process_id = 0;
+  std::string assembly;                 // the program
+  std::string assembly_version;         // its version
+  std::string framework_version;        // what it runs on ("C++17, CAF 0.17.6")
+  std::string operating_system_version; // "Linux 6.1.0"
+};
+
+// The MassTransit envelope of `msg` as JSON text, for a MassTransit
+// consumer, in the field order MassTransit writes, null where there is no
+// value (as its System.Text.Json serializer writes them):
+// - messageType: [urn], the type's MassTransit name;
+// - messageId, and conversationId from the correlation id;
+// - correlationId, requestId and initiatorId from the masstransit-*
+//   headers (a reply carries its request's requestId back);
+// - the addresses as URIs: `broker` ("rabbitmq://mq/", or with the vhost,
+//   "rabbitmq://mq/orders/") and the queue name; destinationAddress is the
+//   type's exchange for a publish (no destination); responseAddress is the
+//   URI a MassTransit request gave, if it did;
+// - sentTime, and expirationTime from bus-expires-at (ISO 8601, UTC);
+// - headers: the message's own (not the bus's bus-*, amqp-*, masstransit-*
+//   or a broker's x-*), and its traceparent as MT-Activity-Id;
+// - message: the body, which must be JSON (errc::malformed_message if not).
+[[nodiscard]] result<std::string> write_envelope(const envelope& msg, std::string_view urn,
+                                                 std::string_view broker, const host_info& host);
+
 } // namespace bus::masstransit
