@@ -20,7 +20,9 @@ void set_if_absent(headers& h, std::string_view name, std::string value) {
 envelope with_failed_headers(envelope failed, const fault_details& fault,
                              const fault_limits& limits) {
   auto& h = failed.headers;
-  auto cut = [&](std::string text) { return truncate_utf8(std::move(text), limits.max_message_bytes); };
+  auto cut = [&](std::string text) {
+    return truncate_utf8(std::move(text), limits.max_message_bytes);
+  };
   h.set(header::failed_queue, fault.original_address);
   h.set(header::time_of_failure, nservicebus::format_time(fault.at));
   h.set(header::processing_endpoint, fault.endpoint);

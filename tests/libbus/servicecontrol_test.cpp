@@ -79,9 +79,8 @@ TEST_CASE("a failure of the bus's own carries every header of NServiceBus's fail
         "NServiceBus.ExceptionInfo.Source", "NServiceBus.ExceptionInfo.StackTrace",
         "NServiceBus.EnclosedMessageTypes", "NServiceBus.ProcessingEndpoint",
         "NServiceBus.ProcessingMachine", "NServiceBus.OriginatingEndpoint",
-        "$.diagnostics.hostdisplayname", "NServiceBus.MessageIntent",
-        "NServiceBus.ConversationId", "NServiceBus.ContentType", "NServiceBus.TimeSent",
-        "NServiceBus.ReplyToAddress"}) {
+        "$.diagnostics.hostdisplayname", "NServiceBus.MessageIntent", "NServiceBus.ConversationId",
+        "NServiceBus.ContentType", "NServiceBus.TimeSent", "NServiceBus.ReplyToAddress"}) {
     INFO(name);
     REQUIRE(golden["headers"].contains(name));
     CHECK(header(copy, name) != "<missing>");
@@ -117,9 +116,9 @@ TEST_CASE("a failure of the bus's own carries every header of NServiceBus's fail
 TEST_CASE("what an NServiceBus sender wrote stays on its failure", "[servicecontrol]") {
   auto golden = nlohmann::json::parse(bus::test::golden("nservicebus_failed_headers.json"));
   auto msg = ours();
-  for (const auto* name : {"NServiceBus.MessageId", "NServiceBus.EnclosedMessageTypes",
-                           "NServiceBus.ConversationId", "NServiceBus.MessageIntent",
-                           "NServiceBus.TimeSent", "NServiceBus.OriginatingEndpoint"})
+  for (const auto* name :
+       {"NServiceBus.MessageId", "NServiceBus.EnclosedMessageTypes", "NServiceBus.ConversationId",
+        "NServiceBus.MessageIntent", "NServiceBus.TimeSent", "NServiceBus.OriginatingEndpoint"})
     msg.headers.set(name, golden["headers"][name].get<std::string>());
   auto copy = failed_copy(msg);
   CHECK(header(copy, "NServiceBus.MessageId") == "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1");

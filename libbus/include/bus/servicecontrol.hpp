@@ -36,7 +36,7 @@ inline constexpr std::string_view originating_endpoint = "NServiceBus.Originatin
 // On a message ServicePulse retries.
 inline constexpr std::string_view retry_id = "ServiceControl.Retry.UniqueMessageId";
 inline constexpr std::string_view retry_acknowledgement_queue =
-  "ServiceControl.Retry.AcknowledgementQueue";
+    "ServiceControl.Retry.AcknowledgementQueue";
 // On the acknowledgement of a retry that was handled.
 inline constexpr std::string_view retry_successful = "ServiceControl.Retry.Successful";
 inline constexpr std::string_view control_message = "NServiceBus.ControlMessage";

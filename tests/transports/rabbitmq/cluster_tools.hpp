@@ -47,9 +47,8 @@ inline int leader_of(const std::string& queue) {
 
 // `busctl move-leader QUEUE`, as an operator runs it on the cluster.
 inline command_output busctl_move_leader(const std::string& queue) {
-  return output_of("BUS_RABBITMQ_CTL='" + broker_env("BUS_RABBITMQ_CTL") + "' " BUS_BUSCTL
-                   " move-leader '"
-                   + queue + "'");
+  return output_of("BUS_RABBITMQ_CTL='" + broker_env("BUS_RABBITMQ_CTL")
+                   + "' " BUS_BUSCTL " move-leader '" + queue + "'");
 }
 
 } // namespace bus::test

@@ -42,9 +42,9 @@ std::string suspend_first_follower(const std::string& queue) {
 struct resume_and_delete {
   std::string queue, node;
   ~resume_and_delete() {
-    (void)bus::test::run_broker_tool(
-      "BUS_RABBITMQ_CTL", "-q eval '" + lookup(queue) + "sys:resume({Name, list_to_atom(\"" + node
-                            + "\")}).'");
+    (void)bus::test::run_broker_tool("BUS_RABBITMQ_CTL", "-q eval '" + lookup(queue)
+                                                             + "sys:resume({Name, list_to_atom(\""
+                                                             + node + "\")}).'");
     bus::test::rabbitmqctl("delete_queue '" + queue + "'");
   }
 };

@@ -72,23 +72,23 @@ TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and 
   caf::actor_system sys{cfg};
   bus::bus_builder b{sys};
   b.transport(bus::test::connect_transport(settings))
-    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
-    .servicecontrol_error_headers()
-    .message<order_placed>(registered)
-    // One immediate retry and one redelivery: the error-queue copy carries
-    // a delivery count and attempt history a retry must not inherit.
-    .add_resilience([](bus::policy_builder& p) {
-      p.on_any().retry({10ms}).then_redeliver({100ms}).jitter(false);
-    })
-    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
-      e.handle<order_placed>([&](const order_placed&, bus::handler_context& ctx) {
-        if (failing)
-          throw std::invalid_argument("payment provider unavailable");
-        std::lock_guard<std::mutex> guard(mutex);
-        handled.push_back(ctx.message());
-        changed.notify_all();
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .servicecontrol_error_headers()
+      .message<order_placed>(registered)
+      // One immediate retry and one redelivery: the error-queue copy carries
+      // a delivery count and attempt history a retry must not inherit.
+      .add_resilience([](bus::policy_builder& p) {
+        p.on_any().retry({10ms}).then_redeliver({100ms}).jitter(false);
+      })
+      .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed&, bus::handler_context& ctx) {
+          if (failing)
+            throw std::invalid_argument("payment provider unavailable");
+          std::lock_guard<std::mutex> guard(mutex);
+          handled.push_back(ctx.message());
+          changed.notify_all();
+        });
       });
-    });
   auto bus = b.build();
   REQUIRE(bus);
   REQUIRE((*bus)->start());
@@ -96,7 +96,7 @@ TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and 
 
   bus::test::raw_got failed;
   REQUIRE(bus::test::eventually(
-    [&] { return (failed = bus::test::raw_get(settings, error_queue, true)).found; }, 30s, 50ms));
+      [&] { return (failed = bus::test::raw_get(settings, error_queue, true)).found; }, 30s, 50ms));
   auto header = [&](const std::string& name) {
     auto it = failed.headers.find(name);
     return it == failed.headers.end() ? std::string("<missing>") : it->second;
@@ -110,8 +110,8 @@ TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and 
         "NServiceBus.ExceptionInfo.Source", "NServiceBus.ExceptionInfo.StackTrace",
         "NServiceBus.EnclosedMessageTypes", "NServiceBus.ProcessingEndpoint",
         "NServiceBus.ProcessingMachine", "NServiceBus.OriginatingEndpoint",
-        "$.diagnostics.hostdisplayname", "NServiceBus.MessageIntent",
-        "NServiceBus.ConversationId", "NServiceBus.ContentType", "NServiceBus.TimeSent"}) {
+        "$.diagnostics.hostdisplayname", "NServiceBus.MessageIntent", "NServiceBus.ConversationId",
+        "NServiceBus.ContentType", "NServiceBus.TimeSent"}) {
     INFO(name);
     REQUIRE(golden["headers"].contains(name));
     CHECK(header(name) != "<missing>");
@@ -129,8 +129,7 @@ TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and 
   // ServiceControl checks the time format's length and digits.
   for (const auto* name : {"NServiceBus.TimeOfFailure", "NServiceBus.TimeSent"}) {
     INFO(name << " = " << header(name));
-    CHECK(header(name).size()
-          == golden["headers"][name].get<std::string>().size());
+    CHECK(header(name).size() == golden["headers"][name].get<std::string>().size());
     CHECK(bus::nservicebus::parse_time(header(name)));
   }
   // The counters: one redelivery, one immediate retry in the last delivery.
@@ -158,7 +157,7 @@ TEST_CASE("on RabbitMQ a failure carries every header ServiceControl reads, and 
   // ServiceControl is told the retry worked, on the queue it named.
   bus::test::raw_got ack;
   REQUIRE(bus::test::eventually(
-    [&] { return (ack = bus::test::raw_get(settings, error_queue, true)).found; }, 30s, 50ms));
+      [&] { return (ack = bus::test::raw_get(settings, error_queue, true)).found; }, 30s, 50ms));
   CHECK(ack.headers["ServiceControl.Retry.UniqueMessageId"]
         == "5a1d7c2e-0b3f-4e4a-8c1d-2f6e9b7a3c10");
   CHECK(ack.headers["NServiceBus.ControlMessage"] == "True");

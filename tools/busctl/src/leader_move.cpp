@@ -104,8 +104,10 @@ std::string move_leader_expression(const std::string& vhost, const std::string& 
            "  {ok, Q} ->\n"
            "    {Name, From} = amqqueue:get_pid(Q),\n"
            "    #{nodes := Members} = amqqueue:get_type_state(Q),\n"
-           "    Running = [M || M <- Members, M =/= From, lists:member(M, rabbit_nodes:all_running())],\n"
-           "    Pings = [{M, ra:ping({Name, M}, " + std::to_string(ping_timeout_ms) + ")} || M <- Running],\n"
+           "    Running = [M || M <- Members, M =/= From,\n"
+           "                    lists:member(M, rabbit_nodes:all_running())],\n"
+           "    Pings = [{M, ra:ping({Name, M}, "
+         + std::to_string(ping_timeout_ms) + ")} || M <- Running],\n"
            "    Await = fun Await(0) -> From;\n"
            "                Await(K) -> case LeaderNow() of\n"
            "                              From -> timer:sleep(250), Await(K - 1);\n"
@@ -114,7 +116,8 @@ std::string move_leader_expression(const std::string& vhost, const std::string& 
            "                io:format(\"not_moved ~s ~w~n\", [From, lists:reverse(Answers)]);\n"
            "              Try([Target | Rest], Answers) ->\n"
            "                Answer = ra:transfer_leadership({Name, From}, {Name, Target}),\n"
-           "                case Await(" + std::to_string(awaits_per_target) + ") of\n"
+           "                case Await("
+         + std::to_string(awaits_per_target) + ") of\n"
            "                  From -> Try(Rest, [{Target, Answer} | Answers]);\n"
            "                  To -> io:format(\"moved ~s ~s~n\", [From, To])\n"
            "                end\n"
@@ -122,7 +125,8 @@ std::string move_leader_expression(const std::string& vhost, const std::string& 
            "    case {Members -- [From], [M || {M, {pong, _}} <- Pings]} of\n"
            "      {[], _} -> io:format(\"single_member~n\");\n"
            "      {_, []} -> io:format(\"no_answering_member ~s ~w~n\", [From, Pings]);\n"
-           "      {_, Targets} -> Try(Targets, [{M, P} || {M, P} <- Pings, element(1, P) =/= pong])\n"
+           "      {_, Targets} ->\n"
+           "        Try(Targets, [{M, P} || {M, P} <- Pings, element(1, P) =/= pong])\n"
            "    end\n"
            "end.";
 }
@@ -135,8 +139,8 @@ result<leader_moved> move_leader(const std::string& rabbitmqctl, const std::stri
   std::string answer;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
-    for (const char* known : {"not_found", "single_member", "no_answering_member ", "not_moved ",
-                              "moved "})
+    for (const char* known :
+         {"not_found", "single_member", "no_answering_member ", "not_moved ", "moved "})
       if (line.rfind(known, 0) == 0)
         answer = line;
   std::istringstream words(answer);

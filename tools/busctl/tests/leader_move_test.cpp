@@ -71,6 +71,6 @@ TEST_CASE("a queue whose other members do not answer is not moved, and says whic
   auto moved = bus::ctl::move_leader(ctl.path(), "/", "q");
   REQUIRE_FALSE(moved);
   CHECK_THAT(moved.error().message,
-             Catch::Contains("is led by a@host and none of its other members answers a ping") &&
-                 Catch::Contains("[{'b@host',timeout}]"));
+             Catch::Contains("is led by a@host and none of its other members answers a ping")
+                 && Catch::Contains("[{'b@host',timeout}]"));
 }
