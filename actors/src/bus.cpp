@@ -265,11 +265,19 @@ struct message_bus::impl {
     for (const auto& slot : def.handlers)
       if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
         return ok.error();
-    // What MassTransit publishers send goes to an exchange per type.
+    // What MassTransit publishers send goes to an exchange per type; of
+    // the types it handles only: the others name what it sends.
+    auto handles = [&](const std::string& registered) {
+      for (const auto& slot : def.handlers)
+        if (auto type = registry->find(slot.cpp_type); type && type->name == registered)
+          return true;
+      return false;
+    };
     if (def.masstransit)
       for (const auto& [urn, registered] : def.masstransit->urns())
-        if (auto ok = t.subscribe(def.name, masstransit::exchange_of(urn)); !ok)
-          return ok.error();
+        if (handles(registered))
+          if (auto ok = t.subscribe(def.name, masstransit::exchange_of(urn)); !ok)
+            return ok.error();
     // NServiceBus sends to an exchange named after the endpoint, and
     // publishes to one per type.
     if (def.nservicebus) {

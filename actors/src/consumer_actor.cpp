@@ -50,6 +50,9 @@ void on_success(consumer* self, handler_context& ctx) {
   if (rt.definition().inherit_deadline) // issue 14, opt-in
     for (auto& out : outbox)
       inherit_deadline(out.message, handled);
+  if (const auto* names = rt.definition().masstransit.get())
+    for (auto& out : outbox)
+      speak_masstransit(*names, handled, out);
   // A retry from ServicePulse that worked: ServiceControl is told, as
   // NServiceBus tells it, with the handler's own messages.
   if (auto ack = servicecontrol::retry_acknowledgement(handled, rt.now(), new_message_id(),

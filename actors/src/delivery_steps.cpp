@@ -104,6 +104,18 @@ envelope minimal_error_queue_copy(const endpoint_runtime& rt, const envelope& ms
   return copy;
 }
 
+void speak_masstransit(const masstransit::message_names& names, const envelope& handled,
+                       outgoing_message& out) {
+  auto urn = names.urn_of(out.message.message_type);
+  if (urn.empty())
+    return;
+  out.message.headers.set(masstransit::header::write_as, std::move(urn));
+  // MassTransit's request client matches a response by its requestId.
+  auto request = handled.headers.find(masstransit::header::request_id);
+  if (request && !handled.response_address.empty() && out.queue == handled.response_address)
+    out.message.headers.set(masstransit::header::request_id, std::string(*request));
+}
+
 std::optional<outgoing_message> fault_event(const endpoint_runtime& rt, const envelope& msg,
                                             const message_body& body, const fault_details& fault) {
   const auto& type = body.type();

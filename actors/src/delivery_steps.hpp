@@ -12,6 +12,7 @@
 #include "atoms.hpp"
 #include "bus/fault.hpp"
 #include "bus/handler_context.hpp"
+#include "bus/masstransit.hpp"
 #include "endpoint_runtime.hpp"
 
 namespace bus::detail {
@@ -45,6 +46,14 @@ namespace bus::detail {
                                         const fault_details& fault);
 [[nodiscard]] envelope minimal_error_queue_copy(const endpoint_runtime& rt, const envelope& msg,
                                                 const fault_details& fault);
+
+// On an endpoint that speaks MassTransit (endpoint_builder::masstransit):
+// `out`, a message its handler sends while handling `handled`, is marked
+// to go in MassTransit's envelope (masstransit::header::write_as) if its
+// type has a MassTransit name; a reply to a MassTransit request carries
+// the request's id back. Others are left as they are.
+void speak_masstransit(const masstransit::message_names& names, const envelope& handled,
+                       outgoing_message& out);
 
 // fault<T> for a message that failed for good, addressed to its fault
 // address, else its response address, else published (empty queue).

@@ -57,11 +57,13 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     if (!seen.insert(type->name).second)
       out.push_back(where + "more than one handler for message '" + type->name + "'");
   }
+  // A MassTransit name the endpoint has no handler for names what its
+  // handlers send (endpoint_builder::masstransit); it must still be a message.
   if (def.masstransit)
     for (const auto& [urn, registered] : def.masstransit->urns())
-      if (seen.count(registered) == 0)
+      if (!registry.find(registered))
         out.push_back(where + "MassTransit's '" + urn + "' names '" + registered
-                      + "', which it has no handler for");
+                      + "', which is not a registered message (call message<T>(name) first)");
   if (def.nservicebus)
     for (const auto& [type, registered] : def.nservicebus->types())
       if (seen.count(registered) == 0)

@@ -319,7 +319,10 @@ public:
   // body, and the first of its type names listed here is its type. Its
   // queue is bound to the exchange MassTransit publishes each listed type
   // to ("Contracts:OrderPlaced" for "urn:message:Contracts:OrderPlaced").
-  // Every type must be one the endpoint handles.
+  // It also speaks MassTransit: what its handlers send, publish or reply
+  // of a listed type goes out in MassTransit's envelope (a publish to the
+  // type's exchange). A listed type it has no handler for names only what
+  // it sends; every listed type must be a registered message.
   //   e.masstransit({{"urn:message:Contracts:OrderPlaced", "order_placed"}})
   endpoint_builder& masstransit(
     const std::vector<std::pair<std::string, std::string>>& urn_to_registered) {

@@ -29,6 +29,12 @@ inline constexpr std::string_view request_id = "masstransit-request-id";
 inline constexpr std::string_view initiator_id = "masstransit-initiator-id";
 inline constexpr std::string_view message_types = "masstransit-message-type";
 inline constexpr std::string_view response_address = "masstransit-response-address";
+// Set by the bus on a message it sends in MassTransit's convention (a
+// handler's send, publish or reply on an endpoint that speaks it): the
+// MassTransit name of its type. A transport that knows the convention
+// writes the message in MassTransit's envelope instead of the bus's form,
+// and publishes it to the type's exchange; the header itself is not sent.
+inline constexpr std::string_view write_as = "masstransit-write-as";
 } // namespace header
 
 // MassTransit's message type names ("urn:message:Contracts:OrderPlaced")

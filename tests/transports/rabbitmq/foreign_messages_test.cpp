@@ -2,6 +2,7 @@
 // rabbitmq-c client that sets AMQP properties and no bus header.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -16,6 +17,7 @@
 #include "interop/golden.hpp"
 #include "raw_client.hpp"
 #include "support/delivery_collector.hpp"
+#include "support/eventually.hpp"
 #include "support/sample_messages.hpp"
 
 using bus::test::invoice_requested;
@@ -36,6 +38,17 @@ struct dotnet_pascal_order {
   double Amount = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_pascal_order, OrderId, Amount)
+
+// What the endpoint answers and announces, as .NET contracts declare them.
+struct dotnet_order_accepted {
+  std::string orderId;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_order_accepted, orderId)
+struct dotnet_invoice_requested {
+  std::string orderId;
+  double amount = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_invoice_requested, orderId, amount)
 
 struct handled_orders {
   std::mutex mutex;
@@ -322,4 +335,106 @@ TEST_CASE("on RabbitMQ an endpoint that reads NServiceBus handles a golden NServ
     CHECK(bus::to_iso8601(msg.sent_at) == "2024-05-01T12:00:00.123Z");
   }
   CHECK(seen[0].second.message_id != seen[1].second.message_id);
+}
+
+TEST_CASE("on RabbitMQ an endpoint that speaks MassTransit publishes to its type's exchange and "
+          "answers a MassTransit request in MassTransit's envelope",
+          "[foreign][masstransit]") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto endpoint = bus::test::unique_name("mt_orders");
+  auto listener = bus::test::unique_name("mt_invoicing");
+  auto replies = bus::test::unique_name("mt_requester_replies");
+  // MassTransit's names, unique per run: their exchanges are the broker's.
+  auto urn_in = "urn:message:Contracts:" + bus::test::unique_name("SubmitOrder");
+  auto urn_event = "urn:message:Contracts:" + bus::test::unique_name("InvoiceRequested");
+  auto urn_reply = "urn:message:Contracts:" + bus::test::unique_name("OrderAccepted");
+  auto in = bus::test::unique_name("submit_order"), event = bus::test::unique_name("invoice"),
+       reply = bus::test::unique_name("order_accepted");
+  std::atomic<int> handled{0};
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  auto transport = bus::test::connect_transport(settings);
+  REQUIRE(transport->declare_queue(listener));
+  REQUIRE(transport->declare_queue(replies));
+  // A MassTransit consumer of the event: its queue on the type's exchange.
+  bus::test::raw_bind(settings, bus::masstransit::exchange_of(urn_event), listener, "", "fanout");
+  b.transport(transport)
+    .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+    .message<dotnet_order_placed>(in)
+    .message<dotnet_invoice_requested>(event)
+    .message<dotnet_order_accepted>(reply)
+    .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+      e.masstransit({{urn_in, in}, {urn_event, event}, {urn_reply, reply}})
+        .handle<dotnet_order_placed>([&](const dotnet_order_placed& m, bus::handler_context& ctx) {
+          (void)ctx.publish(dotnet_invoice_requested{m.orderId, m.amount});
+          (void)ctx.reply(dotnet_order_accepted{m.orderId});
+          ++handled;
+        });
+    });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+
+  // A MassTransit request client's message (the golden envelope, with a
+  // request id and the address its response goes to).
+  auto request = nlohmann::json::parse(bus::test::golden("masstransit_envelope.json"));
+  request["messageType"] = {urn_in};
+  request["requestId"] = "5d0c0000-8c6f-0015-b6a2-08dc69d1e4b2";
+  request["responseAddress"] = "rabbitmq://localhost/" + replies + "?temporary=true";
+  bus::test::raw_message sent;
+  sent.message_id = request["messageId"].get<std::string>();
+  sent.content_type = std::string(bus::masstransit::content_type);
+  sent.body = request.dump(2);
+  bus::test::raw_publish(settings, endpoint, sent);
+
+  bus::test::raw_got announced, answered;
+  REQUIRE(bus::test::eventually(
+    [&] { return (announced = bus::test::raw_get(settings, listener, true)).found; },
+    std::chrono::seconds(30), std::chrono::milliseconds(50)));
+  REQUIRE(bus::test::eventually(
+    [&] { return (answered = bus::test::raw_get(settings, replies, true)).found; },
+    std::chrono::seconds(30), std::chrono::milliseconds(50)));
+  (*bus)->stop();
+  CHECK(handled == 1);
+
+  auto golden = nlohmann::ordered_json::parse(bus::test::golden("masstransit_envelope.json"));
+  auto fields = [](const nlohmann::ordered_json& j) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : j.items())
+      names.push_back(name);
+    return names;
+  };
+  auto broker = "rabbitmq://" + settings.host
+                + (settings.port == 5672 ? "" : ":" + std::to_string(settings.port)) + "/";
+  for (const auto* got : {&announced, &answered}) {
+    CHECK(got->content_type == bus::masstransit::content_type);
+    CHECK_FALSE(got->message_id.empty());
+    for (const auto& [name, value] : got->headers)
+      CHECK(name.rfind("bus-", 0) != 0); // none of the bus's own
+  }
+  auto event_mt = nlohmann::ordered_json::parse(announced.body);
+  CHECK(fields(event_mt) == fields(golden));
+  CHECK(event_mt["messageType"] == nlohmann::ordered_json::array({urn_event}));
+  // The message as the bus serializes it (keys in its own order).
+  auto message_of = [](const nlohmann::ordered_json& mt) {
+    return nlohmann::json::parse(mt["message"].dump());
+  };
+  CHECK(message_of(event_mt) == nlohmann::json({{"orderId", "o-1"}, {"amount", 12.5}}));
+  CHECK(event_mt["destinationAddress"] == broker + bus::masstransit::exchange_of(urn_event));
+  CHECK(event_mt["sourceAddress"] == broker + endpoint);
+  CHECK(event_mt["conversationId"] == golden["conversationId"]); // the request's conversation
+  CHECK(event_mt["requestId"].is_null());
+  CHECK(event_mt["messageId"] == announced.message_id);
+
+  auto reply_mt = nlohmann::ordered_json::parse(answered.body);
+  CHECK(fields(reply_mt) == fields(golden));
+  CHECK(reply_mt["messageType"] == nlohmann::ordered_json::array({urn_reply}));
+  CHECK(message_of(reply_mt) == nlohmann::json({{"orderId", "o-1"}}));
+  CHECK(reply_mt["requestId"] == "5d0c0000-8c6f-0015-b6a2-08dc69d1e4b2");
+  CHECK(reply_mt["destinationAddress"] == broker + replies);
+  CHECK(reply_mt["conversationId"] == golden["conversationId"]);
 }

@@ -114,12 +114,13 @@ inline void raw_publish(const rabbitmq_settings& s, const std::string& queue,
   amqp_destroy_connection(conn);
 }
 
-// A topic exchange `exchange` (declared if missing) bound to `queue` with
+// An exchange `exchange` of `kind` (declared if missing) bound to `queue` with
 // `binding_key`, as a foreign system's routing would be.
 inline void raw_bind(const rabbitmq_settings& s, const std::string& exchange,
-                     const std::string& queue, const std::string& binding_key) {
+                     const std::string& queue, const std::string& binding_key,
+                     const char* kind = "topic") {
   amqp_connection_state_t conn = raw_connect(s);
-  amqp_exchange_declare(conn, 1, amqp_cstring_bytes(exchange.c_str()), amqp_cstring_bytes("topic"),
+  amqp_exchange_declare(conn, 1, amqp_cstring_bytes(exchange.c_str()), amqp_cstring_bytes(kind),
                         0, /*durable=*/1, /*auto_delete=*/0, 0, amqp_empty_table);
   raw_check(amqp_get_rpc_reply(conn), "exchange.declare");
   amqp_queue_bind(conn, 1, amqp_cstring_bytes(queue.c_str()), amqp_cstring_bytes(exchange.c_str()),

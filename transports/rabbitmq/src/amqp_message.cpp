@@ -83,6 +83,22 @@ result<outgoing_message> outgoing_message::from(const envelope& env) {
   return out;
 }
 
+result<outgoing_message>
+outgoing_message::in_masstransit_envelope(const envelope& env, std::string_view urn,
+                                          std::string_view broker,
+                                          const masstransit::host_info& host) {
+  auto body = masstransit::write_envelope(env, urn, broker, host);
+  if (!body)
+    return body.error();
+  outgoing_message out;
+  out.wire_.body = std::move(*body);
+  out.content_type_ = std::string(masstransit::content_type);
+  out.message_id_ = env.message_id;
+  auto ms = to_unix_ms(env.sent_at);
+  out.timestamp_s_ = ms > 0 ? static_cast<std::uint64_t>(ms / 1000) : 0;
+  return out;
+}
+
 int outgoing_message::publish(amqp_connection_state_t conn, amqp_channel_t ch,
                               const std::string& exchange, const std::string& routing_key,
                               bool mandatory) const {
@@ -97,7 +113,7 @@ int outgoing_message::publish(amqp_connection_state_t conn, amqp_channel_t ch,
   }
   amqp_basic_properties_t p{};
   p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG;
-  p.content_type = amqp_cstring_bytes("application/json");
+  p.content_type = bytes_of(content_type_);
   p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
   p.headers = amqp_table_t{static_cast<int>(entries.size()), entries.data()};
   // The properties only mirror headers for RabbitMQ's tools (the management

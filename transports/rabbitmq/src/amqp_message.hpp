@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
+#include "bus/masstransit.hpp"
 #include "bus/wire.hpp"
 
 namespace bus::detail {
@@ -23,6 +25,13 @@ public:
   // headers too large for one frame): refused here, before a half-sent
   // publish could break the connection.
   [[nodiscard]] static result<outgoing_message> from(const envelope& env);
+  // `env` as a MassTransit consumer reads it: its body MassTransit's
+  // envelope (masstransit::write_envelope, `urn` the type's MassTransit
+  // name, `broker` the base of the addresses), content type
+  // application/vnd.masstransit+json, none of the bus's headers.
+  [[nodiscard]] static result<outgoing_message>
+  in_masstransit_envelope(const envelope& env, std::string_view urn, std::string_view broker,
+                          const masstransit::host_info& host);
 
   [[nodiscard]] const std::string& message_id() const noexcept { return message_id_; }
 
@@ -33,6 +42,7 @@ public:
 
 private:
   wire_message wire_;
+  std::string content_type_ = "application/json";
   std::string message_id_;
   std::string type_;
   std::string correlation_id_;

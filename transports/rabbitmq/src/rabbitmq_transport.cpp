@@ -8,6 +8,7 @@
 #include "delay_levels.hpp"
 #include "level_watch.hpp"
 #include "log.hpp"
+#include "masstransit_out.hpp"
 #include "publisher.hpp"
 #include "rabbitmq_error_queues.hpp"
 #include "topology.hpp"
@@ -60,6 +61,20 @@ struct rabbitmq_transport::impl {
   // The error queues as the bus's page sees them (a connection of its own,
   // opened at first use).
   detail::rabbitmq_error_queues failed;
+  // The base of MassTransit's addresses on this broker, and this process
+  // as its host block names it: for messages the bus sends in its
+  // convention.
+  const std::string masstransit_broker = detail::masstransit_broker(settings);
+  const masstransit::host_info masstransit_host = detail::masstransit_host();
+
+  // `msg` as it goes out: in MassTransit's envelope if the bus marked it
+  // so (masstransit::header::write_as), else in the bus's own form.
+  result<detail::outgoing_message> encode(const envelope& msg) const {
+    if (auto urn = msg.headers.find(masstransit::header::write_as))
+      return detail::outgoing_message::in_masstransit_envelope(msg, *urn, masstransit_broker,
+                                                               masstransit_host);
+    return detail::outgoing_message::from(msg);
+  }
 };
 
 result<std::shared_ptr<rabbitmq_transport>>
@@ -163,7 +178,7 @@ result<void> rabbitmq_transport::publish(envelope msg) {
 void rabbitmq_transport::async_send(const std::string& queue, envelope msg, completion done) {
   if (auto ok = check_name(queue, "queue"); !ok)
     return done(ok);
-  auto out = detail::outgoing_message::from(msg);
+  auto out = impl_->encode(msg);
   if (!out)
     return done(out.error());
   impl_->publishing.async_send(queue, std::move(*out), std::move(done));
@@ -203,7 +218,7 @@ void rabbitmq_transport::async_send_delayed(const std::string& queue, envelope m
                           + std::to_string(levels.count())
                           + " delay levels its name may have at most "
                           + std::to_string(max_name - 2 * levels.count()) + " bytes"});
-  auto out = detail::outgoing_message::from(msg);
+  auto out = impl_->encode(msg);
   if (!out)
     return done(out.error());
   impl_->publishing.async_send_delayed(queue, units, std::move(*out), std::move(done));
@@ -214,10 +229,12 @@ void rabbitmq_transport::async_publish(envelope msg, completion done) {
   // empty type), and a publish without listeners is no error.
   if (msg.message_type.empty())
     return done(result<void>{});
-  if (auto ok = check_name(msg.message_type, "message type"); !ok)
+  // MassTransit's subscribers listen on its exchange for the type.
+  auto urn = msg.headers.find(masstransit::header::write_as);
+  auto type = urn ? masstransit::exchange_of(*urn) : msg.message_type;
+  if (auto ok = check_name(type, "message type"); !ok)
     return done(ok);
-  auto type = msg.message_type;
-  auto out = detail::outgoing_message::from(msg);
+  auto out = impl_->encode(msg);
   if (!out)
     return done(out.error());
   impl_->publishing.async_publish(type, std::move(*out), std::move(done));
