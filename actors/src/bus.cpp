@@ -279,13 +279,14 @@ struct message_bus::impl {
           if (auto ok = t.subscribe(def.name, masstransit::exchange_of(urn)); !ok)
             return ok.error();
     // NServiceBus sends to an exchange named after the endpoint, and
-    // publishes to one per type.
+    // publishes to one per type: of the types it handles only.
     if (def.nservicebus) {
       if (auto ok = t.subscribe(def.name, def.name); !ok)
         return ok.error();
       for (const auto& [type, registered] : def.nservicebus->types())
-        if (auto ok = t.subscribe(def.name, nservicebus::exchange_of(type)); !ok)
-          return ok.error();
+        if (handles(registered))
+          if (auto ok = t.subscribe(def.name, nservicebus::exchange_of(type)); !ok)
+            return ok.error();
     }
     log_policies(def);
     auto run = std::make_shared<detail::endpoint_run>();

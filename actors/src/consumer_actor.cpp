@@ -53,6 +53,9 @@ void on_success(consumer* self, handler_context& ctx) {
   if (const auto* names = rt.definition().masstransit.get())
     for (auto& out : outbox)
       speak_masstransit(*names, handled, out);
+  if (const auto* names = rt.definition().nservicebus.get())
+    for (auto& out : outbox)
+      speak_nservicebus(rt, *names, handled, out);
   // A retry from ServicePulse that worked: ServiceControl is told, as
   // NServiceBus tells it, with the handler's own messages.
   if (auto ack = servicecontrol::retry_acknowledgement(handled, rt.now(), new_message_id(),

@@ -114,7 +114,7 @@ void raise_fault(consumer* self, const fault_details& fault) {
   // only, never the endpoint's runtime, whose last reference would then
   // destroy the transport on its own thread.
   auto done = [log = runtime(self).log().move_to_error, id = cur.item.message->message_id,
-               type = cur.body.type()->fault_type_name](result<void> raised) {
+               type = event->message.message_type](result<void> raised) {
     if (!raised)
       log->error("cannot raise {} for message {}: {}", type, id, to_string(raised.error()));
   };

@@ -116,19 +116,74 @@ void speak_masstransit(const masstransit::message_names& names, const envelope& 
     out.message.headers.set(masstransit::header::request_id, std::string(*request));
 }
 
+void speak_nservicebus(const endpoint_runtime& rt, const nservicebus::message_names& names,
+                       const envelope& handled, outgoing_message& out) {
+  auto type = names.type_of(out.message.message_type);
+  if (type.empty())
+    return;
+  auto why = out.queue.empty() ? nservicebus::intent::publish
+             : !handled.response_address.empty() && out.queue == handled.response_address
+                 ? nservicebus::intent::reply
+                 : nservicebus::intent::send;
+  out.message = nservicebus::with_headers(std::move(out.message), type, why, {rt.name(), rt.host()},
+                                          &handled);
+}
+
+namespace {
+
+// The fault event `event` about `msg`, addressed as both conventions
+// address one: to the failed message's fault address, else its response
+// address, else published (empty queue).
+outgoing_message addressed_fault(const envelope& msg, envelope event) {
+  event.correlation_id = msg.correlation_id.empty() ? msg.message_id : msg.correlation_id;
+  const auto& address = !msg.fault_address.empty() ? msg.fault_address : msg.response_address;
+  event.destination_address = address;
+  return outgoing_message{address, std::move(event)};
+}
+
+// MassTransit's Fault<T> for `msg`, if it came in MassTransit's envelope to
+// an endpoint that speaks it and its type has a MassTransit name: what the
+// MassTransit system that sent it listens for, so it gets that instead of
+// the bus's fault<T>.
+std::optional<outgoing_message> masstransit_fault(const endpoint_runtime& rt, const envelope& msg,
+                                                  const fault_details& fault) {
+  const auto* names = rt.definition().masstransit.get();
+  if (!names || !msg.headers.contains(masstransit::header::message_types))
+    return std::nullopt;
+  auto urn = names->urn_of(msg.message_type);
+  if (urn.empty())
+    return std::nullopt;
+  auto text = masstransit::write_fault(msg, urn, fault, new_message_id(), masstransit::this_host());
+  if (!text) // its body was read from MassTransit's JSON, so it is JSON
+    return std::nullopt;
+  auto event = make_envelope(message_body::text(std::move(*text)), rt.name(), rt.now());
+  auto urns = masstransit::fault_urns(urn);
+  event.message_type = urns.substr(0, urns.find(';'));
+  event.headers.set(masstransit::header::write_as, std::move(urns));
+  for (auto id : {masstransit::header::correlation_id, masstransit::header::request_id})
+    if (auto value = msg.headers.find(id))
+      event.headers.set(id, std::string(*value));
+  event.headers.set(masstransit::header::fault_retry_count,
+                    std::to_string(fault.immediate_retries));
+  event.headers.set(masstransit::header::fault_redelivery_count,
+                    std::to_string(fault.delivery_count));
+  return addressed_fault(msg, std::move(event));
+}
+
+} // namespace
+
 std::optional<outgoing_message> fault_event(const endpoint_runtime& rt, const envelope& msg,
                                             const message_body& body, const fault_details& fault) {
   const auto& type = body.type();
   if (!rt.definition().publish_faults || !body.is_typed() || !type->make_fault)
     return std::nullopt;
+  if (auto theirs = masstransit_fault(rt, msg, fault))
+    return theirs;
   auto fault_type = rt.registry().find(type->fault_type_name);
   auto event = make_envelope(
     message_body::typed(type->make_fault(body.object().get(), fault, msg.message_id), fault_type),
     rt.name(), rt.now());
-  event.correlation_id = msg.correlation_id.empty() ? msg.message_id : msg.correlation_id;
-  const auto& address = !msg.fault_address.empty() ? msg.fault_address : msg.response_address;
-  event.destination_address = address;
-  return outgoing_message{address, std::move(event)};
+  return addressed_fault(msg, std::move(event));
 }
 
 void send_outgoing(const endpoint_runtime& rt, outgoing_message out, completion done) {

@@ -13,6 +13,7 @@
 #include "bus/fault.hpp"
 #include "bus/handler_context.hpp"
 #include "bus/masstransit.hpp"
+#include "bus/nservicebus.hpp"
 #include "endpoint_runtime.hpp"
 
 namespace bus::detail {
@@ -55,10 +56,21 @@ namespace bus::detail {
 void speak_masstransit(const masstransit::message_names& names, const envelope& handled,
                        outgoing_message& out);
 
+// On an endpoint that speaks NServiceBus (endpoint_builder::nservicebus):
+// `out`, a message its handler sends while handling `handled`, carries
+// NServiceBus's headers (nservicebus::with_headers) if its type has an
+// NServiceBus name, as a send, a publish (empty queue; the transport
+// publishes it to the type's exchange) or a reply (to the handled
+// message's reply address). Others are left as they are.
+void speak_nservicebus(const endpoint_runtime& rt, const nservicebus::message_names& names,
+                       const envelope& handled, outgoing_message& out);
+
 // fault<T> for a message that failed for good, addressed to its fault
-// address, else its response address, else published (empty queue).
-// Nothing for a body that never became typed (no T to put in it), a
-// fault<T> itself, or when the endpoint raises no faults.
+// address, else its response address, else published (empty queue); for
+// one that came in MassTransit's envelope to an endpoint that speaks it,
+// MassTransit's Fault<T> instead, in its envelope. Nothing for a body that
+// never became typed (no T to put in it), a fault<T> itself, or when the
+// endpoint raises no faults.
 [[nodiscard]] std::optional<outgoing_message> fault_event(const endpoint_runtime& rt,
                                                           const envelope& msg,
                                                           const message_body& body,

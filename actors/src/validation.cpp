@@ -57,18 +57,21 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     if (!seen.insert(type->name).second)
       out.push_back(where + "more than one handler for message '" + type->name + "'");
   }
-  // A MassTransit name the endpoint has no handler for names what its
-  // handlers send (endpoint_builder::masstransit); it must still be a message.
+  // A MassTransit or NServiceBus name the endpoint has no handler for
+  // names what its handlers send (endpoint_builder::masstransit,
+  // nservicebus); it must still be a message.
+  auto not_a_message = [&](const char* convention, const std::string& name,
+                           const std::string& registered) {
+    if (!registry.find(registered))
+      out.push_back(where + convention + " '" + name + "' names '" + registered
+                    + "', which is not a registered message (call message<T>(name) first)");
+  };
   if (def.masstransit)
     for (const auto& [urn, registered] : def.masstransit->urns())
-      if (!registry.find(registered))
-        out.push_back(where + "MassTransit's '" + urn + "' names '" + registered
-                      + "', which is not a registered message (call message<T>(name) first)");
+      not_a_message("MassTransit's", urn, registered);
   if (def.nservicebus)
     for (const auto& [type, registered] : def.nservicebus->types())
-      if (seen.count(registered) == 0)
-        out.push_back(where + "NServiceBus's '" + type + "' names '" + registered
-                      + "', which it has no handler for");
+      not_a_message("NServiceBus's", type, registered);
   return out;
 }
 

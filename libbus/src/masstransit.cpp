@@ -61,7 +61,26 @@ std::string message_names::urn_of(std::string_view registered) const {
 std::string exchange_of(std::string_view urn) {
   if (urn.substr(0, urn_prefix.size()) != urn_prefix)
     return {};
-  return std::string(urn.substr(urn_prefix.size()));
+  // The URN writes generic arguments as "[[A:B],[C:D]]" and a nested type
+  // after '+'; MassTransit's RabbitMQ name formatter writes the same type
+  // as "--A:B::C:D--" and '-', since '[' and '+' do not belong in an
+  // exchange's name.
+  auto name = urn.substr(urn_prefix.size());
+  std::string out;
+  out.reserve(name.size());
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    auto rest = name.substr(i);
+    if (rest.substr(0, 2) == "[[" || rest.substr(0, 2) == "]]") {
+      out += "--";
+      ++i;
+    } else if (rest.substr(0, 3) == "],[") {
+      out += "::";
+      i += 2;
+    } else {
+      out += name[i] == '+' ? '-' : name[i];
+    }
+  }
+  return out;
 }
 
 std::string address_name(std::string_view address) {
@@ -154,21 +173,57 @@ bool bus_internal(std::string_view name) {
          || name == bus::header::traceparent || name == bus::header::tracestate;
 }
 
-} // namespace
+using json = nlohmann::ordered_json;
 
-result<std::string> write_envelope(const envelope& msg, std::string_view urn,
-                                   std::string_view broker, const host_info& host) {
+// The body of `msg` as JSON, for MassTransit's `what` ("envelope", "fault").
+result<json> body_json(const envelope& msg, std::string_view what) {
+  auto cannot = "message " + msg.message_id + " cannot be written in MassTransit's "
+                + std::string(what) + ": ";
   auto text = msg.body.to_json_text();
   if (!text)
-    return error{errc::malformed_message, "message " + msg.message_id
-                                            + " cannot be written in MassTransit's envelope: "
-                                            + text.error().message};
-  auto inner = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    return error{errc::malformed_message, cannot + text.error().message};
+  auto inner = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (inner.is_discarded())
-    return error{errc::malformed_message, "message " + msg.message_id
-                                            + " cannot be written in MassTransit's envelope: "
-                                              "its body is not JSON"};
-  using json = nlohmann::ordered_json;
+    return error{errc::malformed_message, cannot + "its body is not JSON"};
+  return inner;
+}
+
+json host_json(const host_info& host) {
+  return {{"machineName", host.machine_name},
+          {"processName", host.process_name},
+          {"processId", host.process_id},
+          {"assembly", host.assembly},
+          {"assemblyVersion", host.assembly_version},
+          {"frameworkVersion", host.framework_version},
+          {"massTransitVersion", nullptr},
+          {"operatingSystemVersion", host.operating_system_version}};
+}
+
+json split_urns(std::string_view urns) {
+  auto out = json::array();
+  while (!urns.empty()) {
+    auto end = urns.find(';');
+    if (auto urn = urns.substr(0, end); !urn.empty())
+      out.push_back(std::string(urn));
+    urns = end == std::string_view::npos ? std::string_view() : urns.substr(end + 1);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string fault_urns(std::string_view urn) {
+  auto generic = std::string(urn_prefix) + "MassTransit:Fault";
+  return generic + "[[" + std::string(urn.substr(urn_prefix.size())) + "]];" + generic;
+}
+
+result<std::string> write_envelope(const envelope& msg, std::string_view urns,
+                                   std::string_view broker, const host_info& host) {
+  auto inner = body_json(msg, "envelope");
+  if (!inner)
+    return inner.error();
+  auto types = split_urns(urns);
+  auto urn = types.empty() ? std::string() : types.front().get<std::string>();
   auto or_null = [](std::string_view value) -> json {
     return value.empty() ? json(nullptr) : json(std::string(value));
   };
@@ -191,8 +246,8 @@ result<std::string> write_envelope(const envelope& msg, std::string_view urn,
   auto response = msg.headers.find(header::response_address);
   out["responseAddress"] = response ? json(std::string(*response)) : address(msg.response_address);
   out["faultAddress"] = address(msg.fault_address);
-  out["messageType"] = json::array({std::string(urn)});
-  out["message"] = std::move(inner);
+  out["messageType"] = std::move(types);
+  out["message"] = std::move(*inner);
   auto expires = expires_at(msg);
   out["expirationTime"] = expires ? json(to_iso8601(*expires)) : json(nullptr);
   out["sentTime"] = to_iso8601(msg.sent_at);
@@ -203,14 +258,31 @@ result<std::string> write_envelope(const envelope& msg, std::string_view urn,
   if (auto trace = msg.headers.find(bus::header::traceparent))
     headers["MT-Activity-Id"] = std::string(*trace);
   out["headers"] = std::move(headers);
-  out["host"] = {{"machineName", host.machine_name},
-                 {"processName", host.process_name},
-                 {"processId", host.process_id},
-                 {"assembly", host.assembly},
-                 {"assemblyVersion", host.assembly_version},
-                 {"frameworkVersion", host.framework_version},
-                 {"massTransitVersion", nullptr},
-                 {"operatingSystemVersion", host.operating_system_version}};
+  out["host"] = host_json(host);
+  return out.dump(2);
+}
+
+result<std::string> write_fault(const envelope& failed, std::string_view urn,
+                                const fault_details& fault, std::string_view fault_id,
+                                const host_info& host) {
+  auto message = body_json(failed, "fault");
+  if (!message)
+    return message.error();
+  json exception;
+  exception["exceptionType"] = fault.exception.type;
+  exception["innerException"] = nullptr;
+  exception["stackTrace"] = nullptr;
+  exception["message"] = fault.exception.message;
+  exception["source"] = fault.endpoint;
+  exception["data"] = nullptr;
+  json out;
+  out["faultId"] = std::string(fault_id);
+  out["faultedMessageId"] = failed.message_id;
+  out["timestamp"] = to_iso8601(fault.at);
+  out["exceptions"] = json::array({std::move(exception)});
+  out["host"] = host_json(host);
+  out["faultMessageTypes"] = json::array({std::string(urn)});
+  out["message"] = std::move(*message);
   return out.dump(2);
 }
 

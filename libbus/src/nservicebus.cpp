@@ -1,5 +1,6 @@
 #include "bus/nservicebus.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -50,8 +51,14 @@ message_names::from(const std::vector<std::pair<std::string, std::string>>& type
                    "alone (Namespace.Type)"};
     if (!out.by_type_.emplace(type, registered).second)
       return error{errc::invalid_configuration, "'" + type + "' is mapped twice"};
+    out.by_registered_.emplace(registered, type);
   }
   return out;
+}
+
+std::string message_names::type_of(std::string_view registered) const {
+  auto it = by_registered_.find(registered);
+  return it == by_registered_.end() ? std::string() : it->second;
 }
 
 std::string message_names::registered_of(std::string_view enclosed) const {
@@ -170,6 +177,76 @@ result<envelope> read_message(const envelope& received, const message_names& nam
     }
   }
   return out;
+}
+
+namespace {
+
+// A span as .NET's TimeSpan.ToString() writes it, to the millisecond:
+// "[d.]hh:mm:ss[.fffffff]".
+std::string format_time_span(std::chrono::nanoseconds span) {
+  auto ms = std::max<std::int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(span).count());
+  auto days = ms / 86400000, hours = ms / 3600000 % 24, minutes = ms / 60000 % 60,
+       seconds = ms / 1000 % 60, fraction = ms % 1000;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(hours),
+                static_cast<long long>(minutes), static_cast<long long>(seconds));
+  std::string out = days > 0 ? std::to_string(days) + "." + buf : std::string(buf);
+  if (fraction > 0) {
+    std::snprintf(buf, sizeof buf, ".%03lld0000", static_cast<long long>(fraction));
+    out += buf;
+  }
+  return out;
+}
+
+std::string_view intent_name(intent why) {
+  switch (why) {
+    case intent::send:
+      return "Send";
+    case intent::publish:
+      return "Publish";
+    case intent::reply:
+      return "Reply";
+  }
+  return "Send";
+}
+
+} // namespace
+
+envelope with_headers(envelope msg, std::string_view type, intent why, const sender& from,
+                      const envelope* handled) {
+  auto& h = msg.headers;
+  h.set(header::message_id, msg.message_id);
+  h.set(header::enclosed_message_types, std::string(type));
+  h.set(header::content_type, "application/json");
+  h.set(header::conversation_id, msg.correlation_id.empty() ? msg.message_id : msg.correlation_id);
+  auto correlation = msg.message_id;
+  if (handled) {
+    h.set(header::related_to, handled->message_id);
+    auto theirs = handled->headers.find(header::correlation_id);
+    if (why == intent::reply)
+      correlation = handled->message_id;
+    else if (theirs && !theirs->empty())
+      correlation = std::string(*theirs);
+  }
+  h.set(header::correlation_id, std::move(correlation));
+  h.set(header::message_intent, std::string(intent_name(why)));
+  h.set(header::originating_endpoint, from.endpoint);
+  h.set(header::originating_machine, from.machine);
+  h.set(header::reply_to_address, from.endpoint);
+  h.set(header::time_sent, format_time(msg.sent_at));
+  if (auto expires = expires_at(msg))
+    h.set(header::time_to_be_received, format_time_span(*expires - msg.sent_at));
+  return msg;
+}
+
+std::string publish_exchange(const envelope& msg) {
+  auto why = msg.headers.find(header::message_intent);
+  auto enclosed = msg.headers.find(header::enclosed_message_types);
+  if (!why || *why != "Publish" || !enclosed)
+    return {};
+  auto first = enclosed->substr(0, enclosed->find(';'));
+  return exchange_of(trimmed(first.substr(0, first.find(','))));
 }
 
 } // namespace bus::nservicebus

@@ -45,7 +45,7 @@ envelope with_failed_headers(envelope failed, const fault_details& fault,
   set_if_absent(h, nservicebus::header::conversation_id,
                 failed.correlation_id.empty() ? failed.message_id : failed.correlation_id);
   set_if_absent(h, nservicebus::header::message_intent, "Send");
-  set_if_absent(h, header::originating_endpoint, failed.source_address);
+  set_if_absent(h, nservicebus::header::originating_endpoint, failed.source_address);
   set_if_absent(h, nservicebus::header::reply_to_address, failed.response_address);
   if (failed.sent_at != time_point{})
     set_if_absent(h, nservicebus::header::time_sent, nservicebus::format_time(failed.sent_at));

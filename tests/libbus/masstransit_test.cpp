@@ -64,12 +64,25 @@ TEST_CASE("a MassTransit fault names its fault type first, then the generic one"
                                 names({{fault, "order_placed_fault"}}));
   REQUIRE(read);
   CHECK(read->message_type == "order_placed_fault");
-  CHECK(mt::exchange_of(fault) == "MassTransit:Fault[[Contracts:OrderPlaced]]");
+  // The exchange MassTransit publishes it to, named by its RabbitMQ name
+  // formatter: generic arguments between "--", separated by "::".
+  CHECK(mt::exchange_of(fault) == "MassTransit:Fault--Contracts:OrderPlaced--");
   auto unknown = mt::read_envelope(received(golden("masstransit_fault.json")), names({}));
   REQUIRE(unknown);
   CHECK(unknown->message_type.empty()); // skipped by the endpoint, its names in a header
   CHECK(header(*unknown, mt::header::message_types)
         == std::string(fault) + ";urn:message:MassTransit:Fault");
+}
+
+TEST_CASE("MassTransit's exchange names: a namespace and a name, nested and generic types",
+          "[masstransit]") {
+  CHECK(mt::exchange_of("urn:message:Contracts:OrderPlaced") == "Contracts:OrderPlaced");
+  CHECK(mt::exchange_of("urn:message:Contracts:Orders+Placed") == "Contracts:Orders-Placed");
+  CHECK(mt::exchange_of("urn:message:Tests:Pair[[System:String],[Contracts:Order]]")
+        == "Tests:Pair--System:String::Contracts:Order--");
+  CHECK(mt::exchange_of("urn:message:MassTransit:Fault[[Tests:G[[Contracts:Order]]]]")
+        == "MassTransit:Fault--Tests:G--Contracts:Order----");
+  CHECK(mt::exchange_of("Contracts:OrderPlaced").empty()); // not a URN
 }
 
 TEST_CASE("a MassTransit request's ids and addresses, Newtonsoft's form without nulls",
@@ -237,4 +250,84 @@ TEST_CASE("a body that is not JSON cannot be written in MassTransit's envelope",
   REQUIRE_FALSE(text);
   CHECK(text.error().code == bus::errc::malformed_message);
   CHECK_THAT(text.error().message, Catch::Contains("its body is not JSON"));
+}
+
+namespace {
+
+bus::fault_details a_fault() {
+  bus::fault_details f;
+  f.exception = {"std::runtime_error", "Payment provider unavailable"};
+  f.reason = "retries exhausted";
+  f.at = *bus::from_iso8601("2024-05-01T12:00:01.234Z");
+  f.endpoint = "billing";
+  return f;
+}
+
+std::vector<std::string> field_names(const nlohmann::ordered_json& object) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : object.items())
+    names.push_back(name);
+  return names;
+}
+
+} // namespace
+
+TEST_CASE("what the bus writes as MassTransit's Fault<T> has the golden fault's fields, in its "
+          "order and of its kinds",
+          "[masstransit]") {
+  auto gold = nlohmann::ordered_json::parse(golden("masstransit_fault.json"));
+  auto urn = "urn:message:Contracts:OrderPlaced";
+  auto urns = mt::fault_urns(urn);
+  CHECK(urns
+        == "urn:message:MassTransit:Fault[[Contracts:OrderPlaced]];urn:message:MassTransit:Fault");
+
+  auto failed = ours();
+  auto fault = mt::write_fault(failed, urn, a_fault(), "f-1", a_host());
+  REQUIRE(fault);
+  auto event = ours();
+  event.message_id = "e-1";
+  event.body = bus::message_body::text(*fault);
+  auto text = mt::write_envelope(event, urns, "rabbitmq://localhost/", a_host());
+  REQUIRE(text);
+  auto envelope = nlohmann::ordered_json::parse(*text);
+  CHECK(field_names(envelope) == field_names(gold));
+  CHECK(envelope["messageType"] == gold["messageType"]);
+  CHECK(envelope["destinationAddress"] == gold["destinationAddress"]); // its exchange
+
+  const auto& message = envelope["message"];
+  CHECK(field_names(message) == field_names(gold["message"]));
+  for (const auto& [name, value] : gold["message"].items()) {
+    INFO(name);
+    if (!value.is_null() && !message[name].is_null())
+      CHECK(message[name].type() == value.type());
+  }
+  CHECK(field_names(message["exceptions"][0]) == field_names(gold["message"]["exceptions"][0]));
+  CHECK(field_names(message["host"]) == field_names(gold["message"]["host"]));
+  CHECK(message["faultId"] == "f-1");
+  CHECK(message["faultedMessageId"] == failed.message_id);
+  CHECK(message["timestamp"] == "2024-05-01T12:00:01.234Z");
+  CHECK(message["exceptions"][0]["exceptionType"] == "std::runtime_error");
+  CHECK(message["exceptions"][0]["message"] == "Payment provider unavailable");
+  CHECK(message["exceptions"][0]["source"] == "billing");
+  CHECK(message["faultMessageTypes"] == gold["message"]["faultMessageTypes"]);
+  CHECK(message["message"] == gold["message"]["message"]); // the failed message as it was
+}
+
+TEST_CASE("a fault of a message whose body is not JSON cannot be written", "[masstransit]") {
+  auto failed = ours();
+  failed.body = bus::message_body::text("<order/>");
+  auto fault =
+      mt::write_fault(failed, "urn:message:Contracts:OrderPlaced", a_fault(), "f-1", a_host());
+  REQUIRE_FALSE(fault);
+  CHECK(fault.error().code == bus::errc::malformed_message);
+  CHECK_THAT(fault.error().message, Catch::Contains("cannot be written in MassTransit's fault"));
+}
+
+TEST_CASE("this process as MassTransit's host block names it", "[masstransit]") {
+  const auto& host = mt::this_host();
+  CHECK_FALSE(host.machine_name.empty());
+  CHECK(host.process_name == "core_tests");
+  CHECK(host.process_id > 0);
+  CHECK_FALSE(host.assembly_version.empty());
+  CHECK_THAT(host.operating_system_version, Catch::StartsWith("Linux "));
 }

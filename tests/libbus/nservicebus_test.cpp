@@ -109,3 +109,90 @@ TEST_CASE("NServiceBus's times and time spans, and what is not one", "[nserviceb
   CHECK(broken.error().code == bus::errc::malformed_message);
   CHECK_THAT(broken.error().message, Catch::Contains("NServiceBus.TimeSent of 'yesterday'"));
 }
+
+namespace {
+
+// A message of the bus's own, as endpoint "Sales" publishes it.
+bus::envelope ours() {
+  bus::envelope e;
+  e.message_id = "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1";
+  e.message_type = "order_placed";
+  e.correlation_id = "2d55209a-f4fb-4984-84cf-b17c00c5a2f1";
+  e.sent_at = *bus::from_iso8601("2024-05-01T12:00:00.123Z");
+  e.body = bus::message_body::text(R"({"OrderId":"o-1","Amount":12.5})");
+  return e;
+}
+
+std::string header(const bus::envelope& e, std::string_view name) {
+  return std::string(e.headers.find(name).value_or("<missing>"));
+}
+
+} // namespace
+
+TEST_CASE("what the bus publishes in NServiceBus's convention carries the golden publish's "
+          "headers, with their values",
+          "[nservicebus]") {
+  auto gold = golden("nservicebus_headers.json");
+  auto out = nsb::with_headers(ours(), "Contracts.OrderPlaced", nsb::intent::publish,
+                               {"Sales", "SALES01"}, nullptr);
+  // Every header of the golden publish but NServiceBus's version, its host
+  // id and its transport's confirmation id (set by a .NET transport).
+  for (const auto& [name, value] : gold["headers"].items()) {
+    INFO(name);
+    if (name == "NServiceBus.Version" || name == "$.diagnostics.originating.hostid"
+        || name == "NServiceBus.Transport.RabbitMQ.ConfirmationId")
+      continue;
+    if (name == "NServiceBus.TimeSent") // the bus keeps milliseconds: below
+      continue;
+    if (name == "NServiceBus.EnclosedMessageTypes") // the full name, without the assembly
+      CHECK(header(out, name)
+            == value.get<std::string>().substr(0, value.get<std::string>().find(',')));
+    else
+      CHECK(header(out, name) == value.get<std::string>());
+  }
+  CHECK(header(out, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123000 Z");
+  CHECK_FALSE(out.headers.contains(nsb::header::time_to_be_received));
+  CHECK_FALSE(out.headers.contains(nsb::header::related_to)); // sent outside a handler
+  CHECK(nsb::publish_exchange(out) == gold["exchange"]);
+  // And it reads back as NServiceBus would hand it to the bus.
+  auto read = nsb::read_message(out, names({{"Contracts.OrderPlaced", "order_placed"}}));
+  REQUIRE(read);
+  CHECK(read->message_type == "order_placed");
+  CHECK(read->response_address == "Sales");
+  CHECK(read->sent_at == out.sent_at);
+}
+
+TEST_CASE("in NServiceBus's convention a reply correlates to the request, a send from a handler "
+          "to what the handled message correlated to, and an expiry is a TimeToBeReceived",
+          "[nservicebus]") {
+  auto request = as_received(golden("nservicebus_headers.json"));
+  request.message_id = "request-1";
+  request.headers.set(std::string(nsb::header::correlation_id), "conversation-root");
+  auto reply = ours();
+  reply.message_id = "reply-1";
+  auto replied = nsb::with_headers(reply, "Contracts.OrderAccepted", nsb::intent::reply,
+                                   {"Billing", "BILLING01"}, &request);
+  CHECK(header(replied, "NServiceBus.MessageIntent") == "Reply");
+  CHECK(header(replied, "NServiceBus.CorrelationId") == "request-1");
+  CHECK(header(replied, "NServiceBus.RelatedTo") == "request-1");
+  CHECK(header(replied, "NServiceBus.ReplyToAddress") == "Billing");
+  CHECK(nsb::publish_exchange(replied).empty()); // a reply is sent, not published
+
+  auto sent = ours();
+  bus::set_expires_at(sent,
+                      sent.sent_at + std::chrono::hours(25) + std::chrono::milliseconds(1500));
+  auto out = nsb::with_headers(sent, "Contracts.ShipOrder", nsb::intent::send,
+                               {"Billing", "BILLING01"}, &request);
+  CHECK(header(out, "NServiceBus.MessageIntent") == "Send");
+  CHECK(header(out, "NServiceBus.CorrelationId") == "conversation-root");
+  CHECK(header(out, "NServiceBus.TimeToBeReceived") == "1.01:00:01.5000000");
+  CHECK(nsb::parse_time_span(header(out, "NServiceBus.TimeToBeReceived"))
+        == std::chrono::milliseconds(25 * 3600 * 1000 + 1500));
+}
+
+TEST_CASE("NServiceBus's name of a registered type is the first given", "[nservicebus]") {
+  auto n =
+      names({{"Contracts.OrderPlaced", "order_placed"}, {"Legacy.OrderPlaced", "order_placed"}});
+  CHECK(n.type_of("order_placed") == "Contracts.OrderPlaced");
+  CHECK(n.type_of("other").empty());
+}

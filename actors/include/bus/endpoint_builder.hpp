@@ -342,7 +342,11 @@ public:
   // NServiceBus's conventional routing topology expects of one: an exchange
   // of its own name bound to its queue (where NServiceBus sends to it), and
   // its queue bound to the exchange NServiceBus publishes each listed type
-  // to ("Contracts:OrderPlaced"). Every type must be one it handles.
+  // it handles to ("Contracts:OrderPlaced"). It also speaks NServiceBus:
+  // what its handlers send, publish or reply of a listed type carries
+  // NServiceBus's headers (a publish goes to the type's exchange). A listed
+  // type it has no handler for names only what it sends; every listed type
+  // must be a registered message.
   //   e.nservicebus({{"Contracts.OrderPlaced", "order_placed"}})
   endpoint_builder& nservicebus(
     const std::vector<std::pair<std::string, std::string>>& type_to_registered) {

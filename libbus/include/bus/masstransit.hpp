@@ -13,6 +13,7 @@
 
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
+#include "bus/fault.hpp"
 
 namespace bus::masstransit {
 
@@ -30,10 +31,10 @@ inline constexpr std::string_view initiator_id = "masstransit-initiator-id";
 inline constexpr std::string_view message_types = "masstransit-message-type";
 inline constexpr std::string_view response_address = "masstransit-response-address";
 // Set by the bus on a message it sends in MassTransit's convention (a
-// handler's send, publish or reply on an endpoint that speaks it): the
-// MassTransit name of its type. A transport that knows the convention
-// writes the message in MassTransit's envelope instead of the bus's form,
-// and publishes it to the type's exchange; the header itself is not sent.
+// handler's send, publish or reply on an endpoint that speaks it, or a
+// fault): the MassTransit names of its type, ';'-separated, its own first. A transport that knows
+// the convention writes the message in MassTransit's envelope instead of the bus's form, and
+// publishes it to the type's exchange; the header itself is not sent.
 inline constexpr std::string_view write_as = "masstransit-write-as";
 } // namespace header
 
@@ -61,9 +62,18 @@ private:
   std::map<std::string, std::string, std::less<>> by_registered_;
 };
 
-// The exchange MassTransit publishes a type to: "Contracts:OrderPlaced" for
-// "urn:message:Contracts:OrderPlaced". Empty for a name without the prefix.
+// The exchange MassTransit publishes a type to, as its RabbitMQ name
+// formatter writes it: "Contracts:OrderPlaced" for
+// "urn:message:Contracts:OrderPlaced", "MassTransit:Fault--Contracts:OrderPlaced--"
+// for "urn:message:MassTransit:Fault[[Contracts:OrderPlaced]]". Empty for a
+// name without the prefix.
 [[nodiscard]] std::string exchange_of(std::string_view urn);
+
+// The names of MassTransit's Fault<T> for a T named `urn`, as a MassTransit
+// consumer of Fault<T> expects them in messageType, ';'-separated: the
+// fault type's own ("urn:message:MassTransit:Fault[[Contracts:OrderPlaced]]"),
+// then the generic one ("urn:message:MassTransit:Fault").
+[[nodiscard]] std::string fault_urns(std::string_view urn);
 
 // The queue or exchange an address names: "orders" for
 // "rabbitmq://localhost/orders", "rabbitmq://mq:5673/sales/orders?temporary=true"
@@ -84,7 +94,7 @@ private:
                                              const message_names& names);
 
 // Who wrote an envelope, MassTransit's "host" block: shown by its tools
-// beside a message. The caller fills it (the library reads no system).
+// beside a message. this_host() fills it for this process.
 struct host_info {
   std::string machine_name;
   std::string process_name;
@@ -95,10 +105,16 @@ struct host_info {
   std::string operating_system_version; // "Linux 6.1.0"
 };
 
+// This process as MassTransit's host block names it: the host's name, the
+// program's name and id, the bus's version, the kernel's name and release.
+// Read from the system once.
+[[nodiscard]] const host_info& this_host();
+
 // The MassTransit envelope of `msg` as JSON text, for a MassTransit
 // consumer, in the field order MassTransit writes, null where there is no
 // value (as its System.Text.Json serializer writes them):
-// - messageType: [urn], the type's MassTransit name;
+// - messageType: `urns`, the type's MassTransit names, ';'-separated, its
+//   own first (a fault lists two, see fault_urns());
 // - messageId, and conversationId from the correlation id;
 // - correlationId, requestId and initiatorId from the masstransit-*
 //   headers (a reply carries its request's requestId back);
@@ -110,7 +126,26 @@ struct host_info {
 // - headers: the message's own (not the bus's bus-*, amqp-*, masstransit-*
 //   or a broker's x-*), and its traceparent as MT-Activity-Id;
 // - message: the body, which must be JSON (errc::malformed_message if not).
-[[nodiscard]] result<std::string> write_envelope(const envelope& msg, std::string_view urn,
+[[nodiscard]] result<std::string> write_envelope(const envelope& msg, std::string_view urns,
                                                  std::string_view broker, const host_info& host);
+
+// Headers a fault carries in MassTransit's envelope, as its FaultPipe sets
+// them: the retries made in the delivery that failed last, and the
+// redeliveries before it.
+namespace header {
+inline constexpr std::string_view fault_retry_count = "MT-Fault-RetryCount";
+inline constexpr std::string_view fault_redelivery_count = "MT-Fault-RedeliveryCount";
+} // namespace header
+
+// The message of MassTransit's Fault<T> for `failed`, a message of the type
+// MassTransit names `urn` that failed for good, as JSON text in the field
+// order MassTransit writes: faultId (`fault_id`), faultedMessageId,
+// timestamp (when it failed), exceptions (one: its type, message and the
+// endpoint as source; C++ keeps no stack trace, so null), host,
+// faultMessageTypes ([urn]) and the failed message itself.
+// errc::malformed_message for a body that is not JSON.
+[[nodiscard]] result<std::string> write_fault(const envelope& failed, std::string_view urn,
+                                              const fault_details& fault, std::string_view fault_id,
+                                              const host_info& host);
 
 } // namespace bus::masstransit

@@ -28,6 +28,9 @@ inline constexpr std::string_view time_sent = "NServiceBus.TimeSent";
 inline constexpr std::string_view time_to_be_received = "NServiceBus.TimeToBeReceived";
 inline constexpr std::string_view message_intent = "NServiceBus.MessageIntent";
 inline constexpr std::string_view content_type = "NServiceBus.ContentType";
+inline constexpr std::string_view related_to = "NServiceBus.RelatedTo";
+inline constexpr std::string_view originating_endpoint = "NServiceBus.OriginatingEndpoint";
+inline constexpr std::string_view originating_machine = "NServiceBus.OriginatingMachine";
 } // namespace header
 
 // NServiceBus's names of message types, the full .NET type name
@@ -45,12 +48,15 @@ public:
   // ("Contracts.OrderPlaced, Contracts, Version=...;Contracts.IOrderEvent, ..."),
   // or empty.
   [[nodiscard]] std::string registered_of(std::string_view enclosed) const;
+  // The NServiceBus name of a registered name (the first given), or empty.
+  [[nodiscard]] std::string type_of(std::string_view registered) const;
   [[nodiscard]] const std::map<std::string, std::string, std::less<>>& types() const noexcept {
     return by_type_;
   }
 
 private:
   std::map<std::string, std::string, std::less<>> by_type_;
+  std::map<std::string, std::string, std::less<>> by_registered_;
 };
 
 // The exchange NServiceBus publishes a type to on RabbitMQ (the
@@ -81,5 +87,34 @@ private:
 // not parse.
 [[nodiscard]] result<envelope> read_message(const envelope& received,
                                             const message_names& names);
+
+// Why a message goes out, NServiceBus's MessageIntent.
+enum class intent { send, publish, reply };
+
+// Who writes a message in NServiceBus's convention: the endpoint (its
+// queue, where replies come back) and the machine it runs on.
+struct sender {
+  std::string endpoint;
+  std::string machine;
+};
+
+// `msg` with the headers an NServiceBus endpoint reads, as NServiceBus
+// writes them (the golden nservicebus_headers.json): its id, `type` (the
+// .NET type's full name) as the enclosed type, JSON as its content type,
+// its correlation id as the conversation, the intent, the sender as the
+// originating endpoint, machine and reply address, its time sent in
+// NServiceBus's format and its expiry as TimeToBeReceived. A message sent
+// while handling `handled` (else null) is related to it, and a reply
+// carries its id back as the correlation id, as NServiceBus's callbacks
+// match replies; other messages correlate to their own id, or to what the
+// handled one correlated to. Not written: NServiceBus.Version (the bus is
+// not NServiceBus) and the host id.
+[[nodiscard]] envelope with_headers(envelope msg, std::string_view type, intent why,
+                                    const sender& from, const envelope* handled);
+
+// The exchange a message with NServiceBus's headers is published to: its
+// enclosed type's (exchange_of), for a message whose intent is Publish;
+// else empty.
+[[nodiscard]] std::string publish_exchange(const envelope& msg);
 
 } // namespace bus::nservicebus

@@ -32,7 +32,6 @@ inline constexpr std::string_view exception_stack_trace = "NServiceBus.Exception
 // immediate retries of the last delivery.
 inline constexpr std::string_view delayed_retries = "NServiceBus.Retries";
 inline constexpr std::string_view immediate_retries = "NServiceBus.FLRetries";
-inline constexpr std::string_view originating_endpoint = "NServiceBus.OriginatingEndpoint";
 // On a message ServicePulse retries.
 inline constexpr std::string_view retry_id = "ServiceControl.Retry.UniqueMessageId";
 inline constexpr std::string_view retry_acknowledgement_queue =

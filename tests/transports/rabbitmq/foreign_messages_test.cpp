@@ -50,6 +50,17 @@ struct dotnet_invoice_requested {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_invoice_requested, orderId, amount)
 
+// What an NServiceBus endpoint answers and announces, PascalCase.
+struct dotnet_pascal_accepted {
+  std::string OrderId;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_pascal_accepted, OrderId)
+struct dotnet_pascal_invoice {
+  std::string OrderId;
+  double Amount = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(dotnet_pascal_invoice, OrderId, Amount)
+
 struct handled_orders {
   std::mutex mutex;
   std::condition_variable changed;
@@ -437,4 +448,209 @@ TEST_CASE("on RabbitMQ an endpoint that speaks MassTransit publishes to its type
   CHECK(reply_mt["requestId"] == "5d0c0000-8c6f-0015-b6a2-08dc69d1e4b2");
   CHECK(reply_mt["destinationAddress"] == broker + replies);
   CHECK(reply_mt["conversationId"] == golden["conversationId"]);
+}
+
+TEST_CASE("on RabbitMQ a MassTransit message that fails for good raises MassTransit's Fault<T>: "
+          "published to its fault exchange, or sent to the faultAddress it gave",
+          "[foreign][masstransit]") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto endpoint = bus::test::unique_name("mt_billing");
+  auto subscriber = bus::test::unique_name("mt_fault_watch"); // a consumer of Fault<T>
+  auto fault_queue = bus::test::unique_name("mt_faults");     // a faultAddress
+  auto urn = "urn:message:Contracts:" + bus::test::unique_name("OrderPlaced");
+  auto registered = bus::test::unique_name("order_placed");
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  auto transport = bus::test::connect_transport(settings);
+  REQUIRE(transport->declare_queue(subscriber));
+  REQUIRE(transport->declare_queue(fault_queue));
+  // Where a MassTransit consumer of Fault<OrderPlaced> listens.
+  auto fault_exchange = bus::masstransit::exchange_of(
+      bus::masstransit::fault_urns(urn).substr(0, bus::masstransit::fault_urns(urn).find(';')));
+  CHECK(fault_exchange == "MassTransit:Fault--" + urn.substr(12) + "--");
+  bus::test::raw_bind(settings, fault_exchange, subscriber, "", "fanout");
+  b.transport(transport)
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .message<dotnet_order_placed>(registered)
+      .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+        e.masstransit({{urn, registered}})
+            .unrecoverable<std::runtime_error>()
+            .handle<dotnet_order_placed>([&](const dotnet_order_placed&, bus::handler_context&) {
+              throw std::runtime_error("payment provider unavailable");
+            });
+      });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+
+  auto envelope = nlohmann::json::parse(bus::test::golden("masstransit_envelope.json"));
+  envelope["messageType"] = {urn};
+  envelope["correlationId"] = "c-42";
+  bus::test::raw_message published;
+  published.exchange = bus::masstransit::exchange_of(urn);
+  published.message_id = envelope["messageId"].get<std::string>();
+  published.content_type = std::string(bus::masstransit::content_type);
+  published.body = envelope.dump(2);
+  bus::test::raw_publish(settings, endpoint, published);
+  // The same with a faultAddress: its fault goes there, not to the exchange.
+  envelope["messageId"] = "5d0c0000-8c6f-0015-a3f1-08dc69d1e4ff";
+  envelope["faultAddress"] = "rabbitmq://localhost/" + fault_queue;
+  published.message_id = envelope["messageId"].get<std::string>();
+  published.body = envelope.dump(2);
+  bus::test::raw_publish(settings, endpoint, published);
+
+  bus::test::raw_got announced, addressed;
+  REQUIRE(bus::test::eventually(
+      [&] { return (announced = bus::test::raw_get(settings, subscriber, true)).found; },
+      std::chrono::seconds(30), std::chrono::milliseconds(50)));
+  REQUIRE(bus::test::eventually(
+      [&] { return (addressed = bus::test::raw_get(settings, fault_queue, true)).found; },
+      std::chrono::seconds(30), std::chrono::milliseconds(50)));
+  // One fault each, where each belongs.
+  CHECK_FALSE(bus::test::raw_get(settings, subscriber, true).found);
+  CHECK(bus::test::eventually([&] { return *transport->message_count(endpoint + "_error") == 2; },
+                              std::chrono::seconds(10), std::chrono::milliseconds(50)));
+  (*bus)->stop();
+
+  auto golden = nlohmann::ordered_json::parse(bus::test::golden("masstransit_fault.json"));
+  auto fields = [](const nlohmann::ordered_json& j) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : j.items())
+      names.push_back(name);
+    return names;
+  };
+  auto broker = "rabbitmq://" + settings.host
+                + (settings.port == 5672 ? "" : ":" + std::to_string(settings.port)) + "/";
+  CHECK(announced.content_type == bus::masstransit::content_type);
+  auto fault = nlohmann::ordered_json::parse(announced.body);
+  CHECK(fields(fault) == fields(golden));
+  CHECK(fault["messageType"]
+        == nlohmann::ordered_json::array({"urn:message:MassTransit:Fault[[" + urn.substr(12) + "]]",
+                                          "urn:message:MassTransit:Fault"}));
+  CHECK(fault["destinationAddress"] == broker + fault_exchange);
+  CHECK(fault["sourceAddress"] == broker + endpoint);
+  CHECK(fault["correlationId"] == "c-42"); // as MassTransit's fault copies it
+  CHECK(fault["conversationId"] == golden["conversationId"]);
+  CHECK(fault["headers"]["MT-Fault-RetryCount"] == "0");
+  const auto& message = fault["message"];
+  CHECK(fields(message) == fields(golden["message"]));
+  CHECK(message["faultedMessageId"] == "5d0c0000-8c6f-0015-a3f1-08dc69d1e4b2");
+  CHECK(message["faultMessageTypes"] == nlohmann::ordered_json::array({urn}));
+  CHECK(message["exceptions"][0]["exceptionType"] == "std::runtime_error");
+  CHECK(message["exceptions"][0]["message"] == "payment provider unavailable");
+  CHECK(nlohmann::json::parse(message["message"].dump())
+        == nlohmann::json({{"orderId", "o-1"}, {"amount", 12.5}}));
+
+  auto sent = nlohmann::ordered_json::parse(addressed.body);
+  CHECK(sent["message"]["faultedMessageId"] == "5d0c0000-8c6f-0015-a3f1-08dc69d1e4ff");
+  CHECK(sent["destinationAddress"] == broker + fault_queue);
+}
+
+TEST_CASE("on RabbitMQ an endpoint that speaks NServiceBus publishes to its type's exchange and "
+          "replies with NServiceBus's headers",
+          "[foreign][nservicebus]") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto endpoint = bus::test::unique_name("nsb_billing");
+  auto subscriber = bus::test::unique_name("nsb_shipping"); // subscribed to the event
+  auto sales = bus::test::unique_name("nsb_sales");         // the sender, where replies go
+  // The .NET types, unique per run: their exchanges are the broker's, shared.
+  auto type_in = "Contracts." + bus::test::unique_name("OrderPlaced");
+  auto type_event = "Contracts." + bus::test::unique_name("InvoiceRequested");
+  auto type_reply = "Contracts." + bus::test::unique_name("OrderAccepted");
+  auto in = bus::test::unique_name("order_placed"), event = bus::test::unique_name("invoice"),
+       reply = bus::test::unique_name("order_accepted");
+  std::atomic<int> handled{0};
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  bus::bus_builder b{sys};
+  auto transport = bus::test::connect_transport(settings);
+  REQUIRE(transport->declare_queue(subscriber));
+  REQUIRE(transport->declare_queue(sales));
+  // An NServiceBus subscriber of the event: its queue on the type's exchange.
+  bus::test::raw_bind(settings, bus::nservicebus::exchange_of(type_event), subscriber, "",
+                      "fanout");
+  b.transport(transport)
+      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+      .message<dotnet_pascal_order>(in)
+      .message<dotnet_pascal_invoice>(event)
+      .message<dotnet_pascal_accepted>(reply)
+      .endpoint(endpoint, [&](bus::endpoint_builder& e) {
+        e.nservicebus({{type_in, in}, {type_event, event}, {type_reply, reply}})
+            .handle<dotnet_pascal_order>(
+                [&](const dotnet_pascal_order& m, bus::handler_context& ctx) {
+                  (void)ctx.publish(dotnet_pascal_invoice{m.OrderId, m.Amount});
+                  (void)ctx.reply(dotnet_pascal_accepted{m.OrderId});
+                  ++handled;
+                });
+      });
+  auto bus = b.build();
+  REQUIRE(bus);
+  REQUIRE((*bus)->start());
+
+  // The golden message, sent by "Sales" to the endpoint's exchange.
+  auto golden = nlohmann::json::parse(bus::test::golden("nservicebus_headers.json"));
+  bus::test::raw_message sent;
+  for (auto& [name, value] : golden["headers"].items())
+    sent.headers.emplace_back(name, name == "NServiceBus.EnclosedMessageTypes" ? type_in
+                                    : name == "NServiceBus.ReplyToAddress"     ? sales
+                                    : name == "NServiceBus.MessageIntent"
+                                        ? "Send"
+                                        : value.get<std::string>());
+  sent.message_id = golden["properties"]["message_id"];
+  sent.type = type_in;
+  sent.reply_to = sales;
+  sent.content_type = "application/json";
+  sent.exchange = endpoint;
+  sent.body = golden["body"].dump();
+  bus::test::raw_publish(settings, endpoint, sent);
+
+  bus::test::raw_got announced, answered;
+  REQUIRE(bus::test::eventually(
+      [&] { return (announced = bus::test::raw_get(settings, subscriber, true)).found; },
+      std::chrono::seconds(30), std::chrono::milliseconds(50)));
+  REQUIRE(bus::test::eventually(
+      [&] { return (answered = bus::test::raw_get(settings, sales, true)).found; },
+      std::chrono::seconds(30), std::chrono::milliseconds(50)));
+  (*bus)->stop();
+  CHECK(handled == 1);
+
+  auto header = [](const bus::test::raw_got& got, const std::string& name) {
+    auto it = got.headers.find(name);
+    return it == got.headers.end() ? std::string("<missing>") : it->second;
+  };
+  const std::string request_id = golden["properties"]["message_id"];
+  for (const auto* got : {&announced, &answered}) {
+    // Every header of the golden message but those only NServiceBus
+    // itself writes (its version, its host id, its transport's confirms).
+    for (const auto& [name, value] : golden["headers"].items())
+      if (name != "NServiceBus.Version" && name != "$.diagnostics.originating.hostid"
+          && name != "NServiceBus.Transport.RabbitMQ.ConfirmationId")
+        CHECK(header(*got, name) != "<missing>");
+    CHECK(header(*got, "NServiceBus.MessageId") == got->message_id);
+    CHECK(header(*got, "NServiceBus.ConversationId")
+          == golden["headers"]["NServiceBus.ConversationId"]);
+    CHECK(header(*got, "NServiceBus.RelatedTo") == request_id);
+    CHECK(header(*got, "NServiceBus.OriginatingEndpoint") == endpoint);
+    CHECK(header(*got, "NServiceBus.ReplyToAddress") == endpoint);
+    CHECK(header(*got, "NServiceBus.ContentType") == "application/json");
+    CHECK(bus::nservicebus::parse_time(header(*got, "NServiceBus.TimeSent")));
+  }
+  CHECK(header(announced, "NServiceBus.MessageIntent") == "Publish");
+  CHECK(header(announced, "NServiceBus.EnclosedMessageTypes") == type_event);
+  CHECK(nlohmann::json::parse(announced.body)
+        == nlohmann::json({{"OrderId", "o-1"}, {"Amount", 12.5}}));
+  CHECK(header(answered, "NServiceBus.MessageIntent") == "Reply");
+  CHECK(header(answered, "NServiceBus.EnclosedMessageTypes") == type_reply);
+  CHECK(header(answered, "NServiceBus.CorrelationId") == request_id); // the request's id
+  // NServiceBus reads the correlation id from the AMQP property over its
+  // header: they agree.
+  CHECK(answered.correlation_id == request_id);
+  CHECK(nlohmann::json::parse(answered.body) == nlohmann::json({{"OrderId", "o-1"}}));
 }

@@ -164,6 +164,7 @@ struct raw_got {
   bool found = false;
   std::string message_id;
   std::string content_type;
+  std::string correlation_id;
   std::string body;
   std::map<std::string, std::string> headers; // top level, strings and integers
   std::vector<std::string> death_reasons;     // x-death[i].reason, newest first
@@ -203,6 +204,8 @@ inline raw_got raw_get(const rabbitmq_settings& s, const std::string& queue, boo
       out.message_id = text(p.message_id);
     if (p._flags & AMQP_BASIC_CONTENT_TYPE_FLAG)
       out.content_type = text(p.content_type);
+    if (p._flags & AMQP_BASIC_CORRELATION_ID_FLAG)
+      out.correlation_id = text(p.correlation_id);
     out.body = text(m.body);
     if (p._flags & AMQP_BASIC_HEADERS_FLAG) {
       for (int i = 0; i < p.headers.num_entries; ++i) {

@@ -6,6 +6,7 @@
 
 #include "amqp_bytes.hpp"
 #include "bus/header_names.hpp"
+#include "bus/nservicebus.hpp"
 #include "bus/rabbitmq_transport.hpp"
 
 namespace bus::detail {
@@ -78,16 +79,20 @@ result<outgoing_message> outgoing_message::from(const envelope& env) {
   out.message_id_ = env.message_id;
   out.type_ = env.message_type;
   out.correlation_id_ = env.correlation_id;
+  // NServiceBus's RabbitMQ transport reads the correlation id from this
+  // property over its header: a message in its form mirrors its own.
+  if (auto theirs = env.headers.find(nservicebus::header::correlation_id))
+    out.correlation_id_ = std::string(*theirs);
   auto ms = to_unix_ms(env.sent_at);
   out.timestamp_s_ = ms > 0 ? static_cast<std::uint64_t>(ms / 1000) : 0;
   return out;
 }
 
 result<outgoing_message>
-outgoing_message::in_masstransit_envelope(const envelope& env, std::string_view urn,
+outgoing_message::in_masstransit_envelope(const envelope& env, std::string_view urns,
                                           std::string_view broker,
                                           const masstransit::host_info& host) {
-  auto body = masstransit::write_envelope(env, urn, broker, host);
+  auto body = masstransit::write_envelope(env, urns, broker, host);
   if (!body)
     return body.error();
   outgoing_message out;

@@ -26,11 +26,11 @@ public:
   // publish could break the connection.
   [[nodiscard]] static result<outgoing_message> from(const envelope& env);
   // `env` as a MassTransit consumer reads it: its body MassTransit's
-  // envelope (masstransit::write_envelope, `urn` the type's MassTransit
-  // name, `broker` the base of the addresses), content type
+  // envelope (masstransit::write_envelope, `urns` the type's MassTransit
+  // names, `broker` the base of the addresses), content type
   // application/vnd.masstransit+json, none of the bus's headers.
   [[nodiscard]] static result<outgoing_message>
-  in_masstransit_envelope(const envelope& env, std::string_view urn, std::string_view broker,
+  in_masstransit_envelope(const envelope& env, std::string_view urns, std::string_view broker,
                           const masstransit::host_info& host);
 
   [[nodiscard]] const std::string& message_id() const noexcept { return message_id_; }

@@ -1,6 +1,6 @@
 // What the RabbitMQ transport needs to write a message in MassTransit's
 // convention (issue 25): the base of the addresses MassTransit gives on
-// this broker, and this process as MassTransit's host block names it.
+// this broker.
 #pragma once
 
 #include <string>
@@ -14,9 +14,5 @@ namespace bus::detail {
 // ("rabbitmq://mq/orders/"), as MassTransit writes its addresses: the
 // default port left out, the vhost escaped.
 [[nodiscard]] std::string masstransit_broker(const rabbitmq_settings& s);
-
-// This process: its host name, program name and id, the bus's version,
-// the kernel's name and release.
-[[nodiscard]] masstransit::host_info masstransit_host();
 
 } // namespace bus::detail

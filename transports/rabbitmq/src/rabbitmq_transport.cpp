@@ -4,6 +4,7 @@
 #include <future>
 #include <thread>
 
+#include "bus/nservicebus.hpp"
 #include "consumer.hpp"
 #include "delay_levels.hpp"
 #include "level_watch.hpp"
@@ -19,6 +20,17 @@ namespace {
 
 // AMQP names (queues, exchanges, routing keys) are short strings.
 constexpr std::size_t max_name = 255;
+
+// The exchange a publish goes to. MassTransit's subscribers listen on the
+// exchange of the type's own MassTransit name (the first it lists),
+// NServiceBus's on that of its .NET name, the bus's on its registered name.
+std::string exchange_of(const envelope& msg) {
+  if (auto urns = msg.headers.find(masstransit::header::write_as))
+    return masstransit::exchange_of(urns->substr(0, urns->find(';')));
+  if (auto theirs = nservicebus::publish_exchange(msg); !theirs.empty())
+    return theirs;
+  return msg.message_type;
+}
 
 result<void> check_name(const std::string& name, const char* what) {
   if (name.empty())
@@ -61,18 +73,16 @@ struct rabbitmq_transport::impl {
   // The error queues as the bus's page sees them (a connection of its own,
   // opened at first use).
   detail::rabbitmq_error_queues failed;
-  // The base of MassTransit's addresses on this broker, and this process
-  // as its host block names it: for messages the bus sends in its
-  // convention.
+  // The base of MassTransit's addresses on this broker: for messages the
+  // bus sends in its convention.
   const std::string masstransit_broker = detail::masstransit_broker(settings);
-  const masstransit::host_info masstransit_host = detail::masstransit_host();
 
   // `msg` as it goes out: in MassTransit's envelope if the bus marked it
   // so (masstransit::header::write_as), else in the bus's own form.
   result<detail::outgoing_message> encode(const envelope& msg) const {
-    if (auto urn = msg.headers.find(masstransit::header::write_as))
-      return detail::outgoing_message::in_masstransit_envelope(msg, *urn, masstransit_broker,
-                                                               masstransit_host);
+    if (auto urns = msg.headers.find(masstransit::header::write_as))
+      return detail::outgoing_message::in_masstransit_envelope(msg, *urns, masstransit_broker,
+                                                               masstransit::this_host());
     return detail::outgoing_message::from(msg);
   }
 };
@@ -229,9 +239,7 @@ void rabbitmq_transport::async_publish(envelope msg, completion done) {
   // empty type), and a publish without listeners is no error.
   if (msg.message_type.empty())
     return done(result<void>{});
-  // MassTransit's subscribers listen on its exchange for the type.
-  auto urn = msg.headers.find(masstransit::header::write_as);
-  auto type = urn ? masstransit::exchange_of(*urn) : msg.message_type;
+  auto type = exchange_of(msg);
   if (auto ok = check_name(type, "message type"); !ok)
     return done(ok);
   auto out = impl_->encode(msg);
