@@ -8,6 +8,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace bus::test {
 
@@ -17,6 +20,15 @@ inline std::string golden(const std::string& name) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The names of a JSON object's fields, in its order: the shape what the
+// bus writes is compared with the golden formats by.
+inline std::vector<std::string> field_names(const nlohmann::ordered_json& object) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : object.items())
+    names.push_back(name);
+  return names;
 }
 
 } // namespace bus::test
