@@ -188,10 +188,10 @@ struct message_bus::impl {
     std::lock_guard<std::mutex> guard(mutex);
     for (const auto& ev : v.bus.endpoints) {
       auto e = endpoints.find(ev.name); // removed between the two locks: no extras
-      v.extras.push_back(e == endpoints.end()
-                           ? detail::dashboard::endpoint_extras{}
-                           : detail::dashboard::endpoint_extras{e->second.definition.error_queue,
-                                                                e->second.budget});
+      v.extras.push_back(e == endpoints.end() ? detail::dashboard::endpoint_extras{}
+                                              : detail::dashboard::endpoint_extras{
+                                                  e->second.definition.error_queue,
+                                                  e->second.budget, e->second.definition.adaptive});
     }
     return v;
   }

@@ -146,7 +146,7 @@ bool paused_dispatch(endpoint* self) {
                           "dependencies",
                           rt.name(), d.message->message_id);
   auto claim = std::make_shared<delivery_claim>();
-  st.busy.emplace(consumer.address(), work_in_progress{d, claim});
+  st.busy.emplace(consumer.address(), work_in_progress{d, claim, 1, now, st.busy.size() + 1});
   self->send(consumer, probe_atom::value, std::move(d), std::move(claim), st.limited);
   return true;
 }

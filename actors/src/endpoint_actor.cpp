@@ -43,7 +43,8 @@ void dispatch(endpoint* self) {
   // A dependency is down: nothing goes out but a half-open breaker's probe.
   if (dependencies::paused_dispatch(self))
     return;
-  while (!st.idle.empty() && !st.waiting.empty()) {
+  // With adaptive slots there are more idle consumers than the limit allows.
+  while (!st.idle.empty() && !st.waiting.empty() && st.busy.size() < st.limit->allowed()) {
     // Rate limited: one message at a time, and none while waiting after a
     // failed attempt.
     if (st.limited && (!st.busy.empty() || st.pausing))
@@ -53,7 +54,9 @@ void dispatch(endpoint* self) {
     auto d = std::move(st.waiting.front());
     st.waiting.pop_front();
     auto claim = std::make_shared<delivery_claim>();
-    st.busy.emplace(consumer.address(), work_in_progress{d, claim});
+    // Only adaptive slots read the clock: fixed ones pay nothing for them.
+    auto at = st.limit->adaptive() ? st.rt->now() : time_point{};
+    st.busy.emplace(consumer.address(), work_in_progress{d, claim, 1, at, st.busy.size() + 1});
     self->send(consumer, run_atom::value, std::move(d), std::move(claim), st.limited);
   }
 }
@@ -248,6 +251,21 @@ void record_attempt(endpoint* self, bool succeeded) {
   self->send(st.breaker, limit_atom::value, st.limited);
 }
 
+// A delivery ended (not held back): adaptive slots take its latency.
+void learn_latency(endpoint* self, const work_in_progress& work, bool failed) {
+  auto& st = self->state;
+  if (!st.limit->adaptive())
+    return;
+  auto now = st.rt->now();
+  auto line = st.limit->ended(now - work.dispatched, work.in_flight, failed, now);
+  st.rt->counters().concurrency_limit.store(st.limit->shown(), std::memory_order_relaxed);
+  if (line)
+    st.rt->log().endpoint->info("endpoint '{}' now runs up to {} handlers at once (adaptive "
+                                "slots, {} to {})",
+                                st.rt->name(), *line, st.rt->definition().adaptive->min,
+                                st.rt->definition().adaptive->max);
+}
+
 // A helper died before the end of a stop began (a bug, or a transport
 // that broke its promise not to throw). What a scheduler held in memory
 // is the endpoint's: the new one takes it over.
@@ -285,6 +303,8 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       st.sweeper = self->spawn<caf::detached>(outbox_sweeper_actor, st.rt);
     }
   }
+  st.limit.emplace(st.rt->definition().slots, st.rt->definition().adaptive);
+  st.rt->counters().concurrency_limit.store(st.limit->shown(), std::memory_order_relaxed);
   for (std::size_t i = 0; i < st.rt->definition().slots; ++i)
     spawn_consumer(self);
   dependencies::join(self);
@@ -350,8 +370,13 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
                st.limited, work.attempt, std::move(why));
   });
 
-  st.rt->log().endpoint->info("endpoint '{}' started with {} slots", st.rt->name(),
-                              st.rt->definition().slots);
+  if (st.limit->adaptive())
+    st.rt->log().endpoint->info("endpoint '{}' started with adaptive slots: {} to {}, from {}",
+                                st.rt->name(), st.rt->definition().adaptive->min,
+                                st.rt->definition().slots, st.limit->shown());
+  else
+    st.rt->log().endpoint->info("endpoint '{}' started with {} slots", st.rt->name(),
+                                st.rt->definition().slots);
 
   return {
     [=](deliver_atom, delivery& d) {
@@ -381,6 +406,8 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
         give_back_held(self, it->second.item);
       else if (result == outcome::held)
         st.waiting.push_front(std::move(it->second.item));
+      else
+        learn_latency(self, it->second, result != outcome::handled);
       st.busy.erase(it);
       dependencies::ended(self, tag, result);
       if (result == outcome::held)

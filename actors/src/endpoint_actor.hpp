@@ -16,6 +16,7 @@
 
 #include "bus/rate_limiter.hpp"
 #include "delivery_claim.hpp"
+#include "endpoint_limit.hpp"
 #include "endpoint_runtime.hpp"
 #include "redelivery_memory.hpp"
 
@@ -27,6 +28,10 @@ struct work_in_progress {
   delivery item;
   claim_ptr claim; // who ends it, should the drain timeout pass
   int attempt = 1;
+  // When it went to a consumer and how many were there then (itself
+  // included): adaptive slots learn from each delivery's latency.
+  time_point dispatched;
+  std::size_t in_flight = 0;
 };
 
 struct endpoint_state {
@@ -35,6 +40,7 @@ struct endpoint_state {
   std::unordered_map<caf::actor_addr, work_in_progress> busy; // consumer -> what it works on
   std::unordered_map<caf::actor_addr, caf::actor> consumers;
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
+  std::optional<endpoint_limit> limit; // deliveries at consumers at once (set at the spawn)
   caf::actor scheduler;         // holds this endpoint's messages waiting for redelivery
   // What the scheduler holds in memory: the endpoint's, so that a new
   // scheduler takes it over from one that died.

@@ -19,8 +19,12 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
   auto where = "endpoint '" + def.name + "': ";
   if (def.name.empty())
     out.push_back("an endpoint has an empty name");
-  if (def.slots == 0)
+  if (def.adaptive) {
+    if (auto bad = validate(*def.adaptive); !bad.empty())
+      out.push_back(where + "adaptive slots: " + bad);
+  } else if (def.slots == 0) {
     out.push_back(where + "slots must be at least 1");
+  }
   if (def.error_queue == def.name || def.skipped_queue == def.name)
     out.push_back(where + "its error and skipped queues must differ from its input queue");
   if (def.drain_timeout.count() < 0)

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "bus/concurrency_limit.hpp"
 #include "bus/handler_context.hpp"
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
@@ -123,7 +124,10 @@ enum class handler_threads {
 
 struct endpoint_definition {
   std::string name;          // also the name of its input queue
-  std::size_t slots = 1;     // concurrency: handler executions at once
+  std::size_t slots = 1;     // concurrency: handler executions at once (adaptive: its max)
+  // Set: the limit within [min, max] adapts to the handlers' latency
+  // (bus/concurrency_limit.hpp); `slots` is its max.
+  std::optional<adaptive_slots> adaptive;
   handler_threads threads = handler_threads::dedicated;
   std::string error_queue;   // default: <name>_error
   std::string skipped_queue; // default: <name>_skipped
@@ -188,6 +192,18 @@ public:
   // Handler executions at once. Must be at least 1.
   endpoint_builder& slots(std::size_t n) {
     def_.slots = n;
+    def_.adaptive.reset();
+    return *this;
+  }
+  // Handler executions at once, a limit the endpoint adjusts between
+  // settings.min and settings.max from how long its deliveries take: less
+  // when the dependency behind the handlers queues, more while it does not
+  // (TCP Vegas, bus/concurrency_limit.hpp). It has settings.max consumers
+  // (threads, with dedicated handler threads) and takes as many deliveries
+  // from the transport.
+  endpoint_builder& slots(adaptive_slots settings) {
+    def_.slots = settings.max;
+    def_.adaptive = settings;
     return *this;
   }
   // Which threads run the handlers: a thread per slot (the default, for

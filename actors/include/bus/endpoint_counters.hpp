@@ -37,6 +37,9 @@ struct endpoint_stats {
   std::uint64_t inbox_records_cleaned = 0; // inbox records they deleted (past retention)
   std::uint64_t outbox_pending = 0;        // messages whose stored sends are not all out, and
   std::uint64_t outbox_pending_sends = 0;  // their sends, as the last sweep found them
+  // Handler calls it allows at once now: its slots, or with adaptive slots
+  // the limit it estimates (a probe's drain to the least is not shown).
+  std::uint64_t concurrency_limit = 0;
 };
 
 class endpoint_counters {
@@ -65,6 +68,7 @@ public:
   std::atomic<std::uint64_t> inbox_records_cleaned{0};
   std::atomic<std::uint64_t> outbox_pending{0};
   std::atomic<std::uint64_t> outbox_pending_sends{0};
+  std::atomic<std::uint64_t> concurrency_limit{0};
 
   [[nodiscard]] endpoint_stats snapshot() const noexcept {
     auto r = std::memory_order_relaxed;
@@ -76,7 +80,7 @@ public:
             dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
             probes.load(r), retries_denied.load(r), expired.load(r), duplicates.load(r),
             inbox_cleanups.load(r), inbox_records_cleaned.load(r), outbox_pending.load(r),
-            outbox_pending_sends.load(r)};
+            outbox_pending_sends.load(r), concurrency_limit.load(r)};
   }
 };
 

@@ -20,7 +20,8 @@ nlohmann::json stats_json(const endpoint_stats& s) {
           {"rate_limited", s.rate_limited},
           {"dependency_paused", s.dependency_paused},
           {"retries_denied", s.retries_denied},
-          {"expired", s.expired}};
+          {"expired", s.expired},
+          {"concurrency_limit", s.concurrency_limit}};
 }
 
 nlohmann::json endpoint_json(const metrics::endpoint_view& e, const endpoint_extras& x,
@@ -30,6 +31,8 @@ nlohmann::json endpoint_json(const metrics::endpoint_view& e, const endpoint_ext
                    {"consuming", e.consuming},
                    {"error_queue", x.error_queue},
                    {"stats", stats_json(e.status->counters.snapshot())}};
+  if (x.adaptive)
+    j["adaptive"] = {{"min", x.adaptive->min}, {"max", x.adaptive->max}};
   if (x.budget)
     j["retry_budget"] = {{"available", x.budget->available(now)},
                          {"settings", describe(x.budget->settings())}};

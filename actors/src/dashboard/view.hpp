@@ -5,11 +5,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "../dependency_gate.hpp"
 #include "../metrics/bus_view.hpp"
+#include "bus/concurrency_limit.hpp"
 #include "bus/policy/retry_budget.hpp"
 
 namespace bus::detail::dashboard {
@@ -17,6 +19,7 @@ namespace bus::detail::dashboard {
 struct endpoint_extras {
   std::string error_queue;
   std::shared_ptr<retry_budget> budget; // null: it has none
+  std::optional<adaptive_slots> adaptive; // set: its slots adapt
 };
 
 struct view {

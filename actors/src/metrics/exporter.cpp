@@ -122,6 +122,9 @@ struct exporter::families {
       in_flight(gauge(r, "bus_messages_in_flight", "Deliveries taken and not settled yet")),
       busy_slots(gauge(r, "bus_busy_slots", "Slots holding a delivery")),
       slots(gauge(r, "bus_slots", "Slots of the endpoint (concurrent handler calls)")),
+      concurrency_limit(gauge(r, "bus_concurrency_limit",
+                              "Handler calls the endpoint allows at once now: its slots, or "
+                              "the limit adaptive slots estimate")),
       pending(gauge(r, "bus_redeliveries_pending",
                     "Redeliveries the bus's scheduler holds for later")),
       rate_limited(gauge(r, "bus_rate_limited",
@@ -173,6 +176,7 @@ struct exporter::families {
   Family<Gauge>& in_flight;
   Family<Gauge>& busy_slots;
   Family<Gauge>& slots;
+  Family<Gauge>& concurrency_limit;
   Family<Gauge>& pending;
   Family<Gauge>& rate_limited;
   Family<Gauge>& consuming;
@@ -234,6 +238,7 @@ struct exporter::endpoint_series {
     in_flight = add(f.in_flight, l);
     busy_slots = add(f.busy_slots, l);
     slots = add(f.slots, l);
+    concurrency_limit = add(f.concurrency_limit, l);
     pending = add(f.pending, l);
     rate_limited = add(f.rate_limited, l);
     consuming = add(f.consuming, l);
@@ -286,9 +291,10 @@ struct exporter::endpoint_series {
     in_flight->Set(static_cast<double>(s.in_flight));
     // A slot holds a delivery from its take to its settle; when rate
     // limited, one slot serves and the others' deliveries wait.
-    auto usable = static_cast<std::int64_t>(s.rate_limited ? 1 : e.slots);
+    auto usable = static_cast<std::int64_t>(s.rate_limited ? 1 : s.concurrency_limit);
     busy_slots->Set(static_cast<double>(std::max<std::int64_t>(0, std::min(s.in_flight, usable))));
     slots->Set(static_cast<double>(e.slots));
+    concurrency_limit->Set(static_cast<double>(s.concurrency_limit));
     pending->Set(static_cast<double>(s.pending_redelivery));
     rate_limited->Set(s.rate_limited ? 1 : 0);
     consuming->Set(e.consuming ? 1 : 0);
@@ -315,6 +321,7 @@ struct exporter::endpoint_series {
   Gauge* in_flight = nullptr;
   Gauge* busy_slots = nullptr;
   Gauge* slots = nullptr;
+  Gauge* concurrency_limit = nullptr;
   Gauge* pending = nullptr;
   Gauge* rate_limited = nullptr;
   Gauge* consuming = nullptr;

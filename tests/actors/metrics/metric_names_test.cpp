@@ -79,6 +79,7 @@ TEST_CASE("the bus registers its families, named after OpenTelemetry or with bus
     {"bus_messages_in_flight", endpoint},
     {"bus_busy_slots", endpoint},
     {"bus_slots", endpoint},
+    {"bus_concurrency_limit", endpoint},
     {"bus_redeliveries_pending", endpoint},
     {"bus_rate_limited", endpoint},
     {"bus_endpoint_consuming", endpoint},
