@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include <spdlog/sinks/null_sink.h>
@@ -29,12 +30,14 @@ struct bench_bus {
 // choice, and what those cases have always measured), the default
 // (dedicated) for the blocking cases and the row that shows its cost.
 // `configure`, if set, adds bus-wide settings last (the resilience-cost
-// rows: a retry budget, a dependency breaker).
+// rows: a retry budget, a dependency breaker). `adaptive`, if set, replaces
+// the fixed `slots`.
 template <class Handler>
 bench_bus make_bench_bus(caf::actor_system& sys, int slots, bus::handler_threads threads,
                          Handler handler, std::function<void(bus::policy_builder&)> policy = {},
                          std::function<void(bus::bus_builder&)> configure = {},
-                         bool metrics = false) {
+                         bool metrics = false,
+                         std::optional<bus::adaptive_slots> adaptive = std::nullopt) {
   bench_bus out;
   out.transport = std::make_shared<bus::in_memory_transport>();
   bus::bus_builder b{sys};
@@ -46,9 +49,11 @@ bench_bus make_bench_bus(caf::actor_system& sys, int slots, bus::handler_threads
   if (metrics) // served on a free port; nobody scrapes it during the run
     b.metrics("127.0.0.1:0");
   b.endpoint(bench_queue, [&](bus::endpoint_builder& e) {
-    e.slots(static_cast<std::size_t>(slots))
-        .handler_threads(threads)
-        .handle<ping>(std::move(handler));
+    if (adaptive)
+      e.slots(*adaptive);
+    else
+      e.slots(static_cast<std::size_t>(slots));
+    e.handler_threads(threads).handle<ping>(std::move(handler));
   });
   if (configure)
     configure(b);

@@ -8,9 +8,11 @@
 //       every case, each run a process of its own; prints the table, writes the JSON
 //   bus-bench throughput|retry_path|redelivery|blocking [--impl bus|raw] [--name value ...]
 //   bus-bench blocked_round_trip [--impl busy|idle] [--name value ...]
+//   bus-bench adaptive --slots N|adaptive [--capacity 8 --base-us 5000 --messages 2000]
 //   bus-bench outbox --store sqlite|postgres [--conninfo C] [--impl bus|plain|raw] ...
 //   bus-bench outbox_cleanup --store sqlite|postgres [--conninfo C] --records N ...
-//   bus-bench rabbitmq_send|rabbitmq_async_send|rabbitmq_consume --url amqp://... [--impl bus|raw] ...
+//   bus-bench rabbitmq_send|rabbitmq_async_send|rabbitmq_consume --url amqp://... [--impl bus|raw]
+//   ...
 //       one run of one case; prints its result as one JSON line
 #include <cstdio>
 #include <cstring>
@@ -92,6 +94,8 @@ int main(int argc, char** argv) {
       result = bench::run_throughput(args);
     } else if (name == "blocking") {
       result = bench::run_blocking(args);
+    } else if (name == "adaptive") {
+      result = bench::run_adaptive(args);
     } else if (name == "blocked_round_trip") {
       result = bench::run_blocked_round_trip(args);
     } else if (name == "outbox") {

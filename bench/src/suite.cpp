@@ -12,6 +12,7 @@
 #include <caf/config.hpp>
 #include <nlohmann/json.hpp>
 
+#include "adaptive_suite.hpp"
 #include "outbox_suite.hpp"
 #include "postgres_server.hpp"
 #include "subprocess.hpp"
@@ -707,6 +708,9 @@ json evaluate_targets(const json& results) {
                          ">= 0.9", fmt("%.2f", num(row["ratio_bus_to_raw"])),
                          num(row["ratio_bus_to_raw"]) >= 0.9));
   }
+  if (results.contains("adaptive"))
+    for (const auto& t : adaptive_targets(results["adaptive"]))
+      out.push_back(t);
   if (results.contains("outbox"))
     for (const auto& t : outbox_targets(results["outbox"]))
       out.push_back(t);
@@ -896,6 +900,8 @@ void print_table(const json& results, const suite_options& o) {
   }
   if (results.contains("outbox"))
     print_outbox_table(results["outbox"]);
+  if (results.contains("adaptive"))
+    print_adaptive_table(results["adaptive"]);
   const auto& mq = results["rabbitmq"];
   std::printf("\nRabbitMQ: %s\n", mq["status"].get<std::string>().c_str());
   if (mq["send"].is_array()) {
@@ -949,6 +955,7 @@ int run_suite(const suite_options& o) {
     results["in_memory"]["throughput"] = throughput_section(run, o, s);
     results["blocking"] = blocking_section(run, o, s);
     results["round_trip"] = round_trip_section(run, o, s);
+    results["adaptive"] = adaptive_section(case_fn(run), o.runs);
   } else if (o.outbox_only) {
     results["outbox"] = outbox_with_server(run, o);
     // Its RabbitMQ row needs a broker of its own here: the RabbitMQ
@@ -974,6 +981,7 @@ int run_suite(const suite_options& o) {
     results["redelivery"] = redelivery_section(run, o, s);
     results["blocking"] = blocking_section(run, o, s);
     results["round_trip"] = round_trip_section(run, o, s);
+    results["adaptive"] = adaptive_section(case_fn(run), o.runs);
     results["outbox"] = outbox_with_server(run, o);
   }
   if (o.blocking_only || o.outbox_only) {

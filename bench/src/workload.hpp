@@ -48,6 +48,8 @@ case_result run_throughput(const case_args& args); // throughput and latency
 case_result run_retry_path(const case_args& args); // 10% failing once vs none
 case_result run_redelivery(const case_args& args); // 1M pending redeliveries
 case_result run_blocking(const case_args& args);   // handlers blocking 10 ms vs the ideal
+case_result
+run_adaptive(const case_args& args); // a dependency past its capacity, fixed vs adaptive slots
 case_result run_blocked_round_trip(const case_args& args); // an actor's request/response meanwhile
 // The outbox and inbox (outbox.cpp, outbox_raw.cpp, outbox_cleanup.cpp):
 // a handler's INSERT and one send with the outbox, without it, and raw.
