@@ -164,7 +164,7 @@ TEST_CASE("adaptive slots stay within their min and max", "[adaptive]") {
 }
 
 TEST_CASE(
-    "a failed delivery shrinks the limit; a short latency with little in flight grows nothing",
+    "a failed delivery shrinks the limit, and a short latency with little in flight grows nothing",
     "[adaptive]") {
   auto s = between(1, 64);
   s.initial = 20;

@@ -100,7 +100,7 @@ TEST_CASE("outcomes older than the window no longer count towards the rate") {
   CHECK(b.failures(t0 + 11s) == 1);
 }
 
-TEST_CASE("after the wait one probe goes through; its success closes the breaker") {
+TEST_CASE("after the wait one probe goes through, and its success closes the breaker") {
   bus::dependency_breaker b(consecutive_only(1));
   REQUIRE(b.record_failure(t0, false) == transition::opened);
   CHECK_FALSE(b.try_probe(t0 + 4999ms));

@@ -137,7 +137,7 @@ TEST_CASE("long exception texts are cut to the fault limits", "[servicecontrol]"
   CHECK(header(copy, "NServiceBus.ExceptionInfo.StackTrace").size() == 100);
 }
 
-TEST_CASE("a retry from ServicePulse starts over; the bus's own redeliveries of it do not",
+TEST_CASE("a retry from ServicePulse starts over, and the bus's own redeliveries of it do not",
           "[servicecontrol]") {
   auto failed = failed_copy(ours());
   failed.headers.set(bus::header::failed_attempts, "6");

@@ -148,9 +148,10 @@ TEST_CASE("the page groups the error queue's messages by endpoint and exception,
         == 400);
 }
 
-TEST_CASE("a write without the bus's token is refused with 403 and changes nothing; a GET never "
-          "writes",
-          "[dashboard][http]") {
+TEST_CASE(
+    "a write without the bus's token is refused with 403 and changes nothing, and a GET never "
+    "writes",
+    "[dashboard][http]") {
   SECTION("a bus without a token is read-only") {
     failing_bus f("");
     f.fail_orders(2);

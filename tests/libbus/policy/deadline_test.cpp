@@ -67,7 +67,8 @@ TEST_CASE("redeliveries every 10 h with a 24 h limit end at 20 h, not 30 h") {
            "24:00:00 since the first failure");
 }
 
-TEST_CASE("a redelivery that fires exactly at the limit still runs; one after it is never scheduled") {
+TEST_CASE("a redelivery that fires exactly at the limit still runs, and one after it is never "
+          "scheduled") {
   const auto config = config_of([](bus::policy_builder& p) {
     p.on_any().redeliver({12h, 12h, 12h}).jitter(false).max_delay(12h);
   });

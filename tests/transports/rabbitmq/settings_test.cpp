@@ -250,7 +250,7 @@ TEST_CASE("a queue declared without an error queue dead-letters by the suffixes 
   CHECK(bus::detail::dead_letter_queue("billing_skipped", none, s) == "billing.errors");
 }
 
-TEST_CASE("a management URL switches the delay-level watch on; it carries no user and must be "
+TEST_CASE("a management URL switches the delay-level watch on, and it carries no user and must be "
           "http or https",
           "[rabbitmq][settings][stranded]") {
   auto s = parsed("amqp://u:p@mq/?management_url=http://mq:15672&level_watch_interval=500"

@@ -45,7 +45,7 @@ function(bus_rabbitmq_test_binary name)
   target_compile_definitions(${name} PRIVATE CATCH_CONFIG_ENABLE_CHRONO_STRINGMAKER)
   target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests"
                                              "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
-  catch_discover_tests(${name} TEST_PREFIX "${name}: "
+  catch_discover_tests(${name} EXTRA_ARGS --warn NoTests TEST_PREFIX "${name}: "
     PROPERTIES FIXTURES_REQUIRED rabbitmq
                ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_broker_dir}"
                TIMEOUT 90)
@@ -124,11 +124,11 @@ add_dependencies(rabbitmq_fault_tests rabbitmq_fault_worker)
 # The kill test on the shared broker; the restart test on its own. A
 # restart takes 10 s on an idle machine and can take a minute on a loaded
 # one: hence the longer timeout.
-catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[kill],[poison]" TEST_PREFIX "rabbitmq_fault_tests: "
+catch_discover_tests(rabbitmq_fault_tests EXTRA_ARGS --warn NoTests TEST_SPEC "[kill],[poison]" TEST_PREFIX "rabbitmq_fault_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_broker_dir}"
              TIMEOUT 120)
-catch_discover_tests(rabbitmq_fault_tests TEST_SPEC "[restart],[consumer_timeout]"
+catch_discover_tests(rabbitmq_fault_tests EXTRA_ARGS --warn NoTests TEST_SPEC "[restart],[consumer_timeout]"
   TEST_PREFIX "rabbitmq_fault_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq_restart
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_restart_broker_dir}"
@@ -173,7 +173,7 @@ target_precompile_headers(rabbitmq_cluster_tests PRIVATE <caf/all.hpp>)
 # for the flow, the carrying on, the ends and the error queue) plus a
 # revive, which took up to 150 s on a loaded machine; below it a slow run
 # was killed without saying which wait ran out.
-catch_discover_tests(rabbitmq_cluster_tests TEST_PREFIX "rabbitmq_cluster_tests: "
+catch_discover_tests(rabbitmq_cluster_tests EXTRA_ARGS --warn NoTests TEST_PREFIX "rabbitmq_cluster_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq_cluster
              RESOURCE_LOCK rabbitmq_cluster
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${bus_rabbitmq_cluster_dir}"
