@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "medians.hpp"
+
 namespace bench {
 
 namespace {
@@ -13,19 +15,6 @@ namespace {
 using nlohmann::json;
 
 const std::vector<std::string> configurations = {"1", "2", "4", "8", "16", "32", "64", "adaptive"};
-
-// The median of `key` over the runs without an error, or null.
-json median_of(const std::vector<json>& runs, const std::string& key) {
-  std::vector<double> v;
-  for (const auto& r : runs)
-    if (!r.contains("error") && r.contains(key) && r[key].is_number())
-      v.push_back(r[key].get<double>());
-  if (v.empty())
-    return nullptr;
-  std::sort(v.begin(), v.end());
-  auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 double number(const json& j) {
   return j.is_number() ? j.get<double>() : 0;
@@ -55,11 +44,11 @@ json adaptive_section(const run_case_fn& run, int runs) {
   json rows = json::array();
   for (const auto& c : configurations)
     rows.push_back({{"slots", c},
-                    {"msgs_per_s", median_of(results[c], "msgs_per_s")},
-                    {"ratio_to_best", median_of(results[c], "ratio_to_best")},
-                    {"call_p50_us", median_of(results[c], "call_p50_us")},
-                    {"call_p99_us", median_of(results[c], "call_p99_us")},
-                    {"limit_at_end", median_of(results[c], "limit_at_end")}});
+                    {"msgs_per_s", median_at(results[c], "/msgs_per_s")},
+                    {"ratio_to_best", median_at(results[c], "/ratio_to_best")},
+                    {"call_p50_us", median_at(results[c], "/call_p50_us")},
+                    {"call_p99_us", median_at(results[c], "/call_p99_us")},
+                    {"limit_at_end", median_at(results[c], "/limit_at_end")}});
   // The best fixed count: of those within 5% of the highest throughput (a
   // run's noise), the lowest p99; more slots than the dependency's
   // capacity add no throughput and queue at the dependency.

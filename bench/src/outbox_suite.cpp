@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "medians.hpp"
+
 namespace bench {
 
 namespace {
@@ -34,21 +36,6 @@ outbox_sizes sizes_for(const outbox_suite_options& o) {
 // The goals the issue states.
 constexpr double ratio_goal = 0.8;              // bus >= 0.8 of raw
 constexpr double dispatch_p99_goal_us = 10'000; // commit to dispatch p99 < 10 ms
-
-// The median of the value at `pointer` ("/inbox/bytes_per_record") over
-// the runs that have a number there, or null.
-json median_at(const std::vector<json>& runs, const std::string& pointer) {
-  std::vector<double> v;
-  const json::json_pointer at(pointer);
-  for (const auto& r : runs)
-    if (!r.contains("error") && r.contains(at) && r[at].is_number())
-      v.push_back(r[at].get<double>());
-  if (v.empty())
-    return nullptr;
-  std::sort(v.begin(), v.end());
-  auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 json ratio(const json& a, const json& b) {
   if (!a.is_number() || !b.is_number() || b.get<double>() == 0)
