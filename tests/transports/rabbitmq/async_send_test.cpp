@@ -311,6 +311,39 @@ TEST_CASE("a send the broker refuses with basic.nack is published again until it
   bus::test::rabbitmqctl("clear_policy '" + policy + "'");
 }
 
+// The deadline of a refused send may fall while its next attempt waits for
+// its confirm: the broker refused it, and may or may not have taken the
+// last attempt. The send's error names the refusal (a full queue says
+// why the send failed), and that the last attempt may still arrive. This
+// is the race that made the test above fail at random when the deadline
+// fell between a republish and its nack.
+TEST_CASE("a refused send whose next attempt is unconfirmed at its deadline fails naming the "
+          "refusal, and that the last attempt may still arrive",
+          "[rabbitmq][async]") {
+  tcp_relay relay(broker_port(), [] { return bus::test::refusal_then_silence{}; });
+  bus::test::log_capture log;
+  auto s = through(relay);
+  s.operation_timeout = 2s;
+  s.confirm_stall_timeout = 1500ms; // the lost confirm is not judged before the deadline
+  s.reconnect_delay_min = 50ms;
+  s.reconnect_delay_max = 100ms;
+  s.log = log.sink();
+  auto t = bus::test::connect_transport(s);
+  auto q = bus::test::unique_name("async_refused_unconfirmed");
+  REQUIRE(t->declare_queue(q));
+  auto sent = t->send(q, message("m-1"));
+  REQUIRE_FALSE(sent);
+  CHECK(sent.error().code == bus::errc::transport_failure);
+  CHECK_THAT(sent.error().message, Catch::Contains("refused message m-1")
+                                       && Catch::Contains("basic.nack")
+                                       && Catch::Contains("may still arrive"));
+  auto lines = log.lines();
+  CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("refused message m-1") != std::string::npos
+           && l.find("again") != std::string::npos;
+  }));
+}
+
 // A failover refuses some publishes (the new leader's election) and loses
 // the confirms of others (with the old leader). The refusals' round waited
 // for the confirms in flight, and the stall judge would not judge while

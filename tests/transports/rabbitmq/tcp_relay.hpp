@@ -2,9 +2,9 @@
 // pause (bytes stop flowing both ways, the connections stay open: a broker
 // that does not answer) and cut (every connection closed and no new one
 // taken: a broker out of reach). A test may also edit what the broker
-// sends (amqp_confirm_edit.hpp: a failover's confirms). The broker itself
-// is never touched, so the tests that run beside it on the shared node see
-// nothing.
+// sends (amqp_confirm_edit.hpp: the confirms of a failover or a refusal).
+// The broker itself is never touched, so the tests that run beside it on
+// the shared node see nothing.
 #pragma once
 
 #include <arpa/inet.h>

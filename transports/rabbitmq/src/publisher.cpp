@@ -702,6 +702,15 @@ void publisher::expire(clock::time_point now) {
   while (!in_flight_.empty() && in_flight_.begin()->second->deadline <= now) {
     auto r = in_flight_.begin()->second;
     in_flight_.erase(in_flight_.begin());
+    // A send refused before and published again says so: the refusal (a
+    // full queue, a leaderless one) is why it failed, not the confirm the
+    // deadline cut short.
+    if (r->refused) {
+      auto refused = refusal_error(*r);
+      refused.message += "; its last attempt was not confirmed in time and may still arrive";
+      finish(r, std::move(refused));
+      continue;
+    }
     finish(r, error{errc::transport_failure,
                     "RabbitMQ at " + settings_.describe() + " did not confirm message "
                         + r->message->message_id() + " within "

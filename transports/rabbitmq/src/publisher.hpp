@@ -115,7 +115,7 @@ private:
     std::optional<outgoing_message> message;
     clock::time_point deadline;
     std::optional<std::string> returned; // why the broker returned it (basic.return)
-    bool refused = false;                // the broker nacked its last attempt
+    bool refused = false;                // the broker nacked an attempt of it
     clock::time_point sent_at;           // its last publish
     // Exactly one of the two is set, and finish() calls it once.
     completion done;                                     // everything but inspect
