@@ -72,8 +72,11 @@ double envelope_bytes(const bus::envelope& sample, const bus::message_registry& 
   return static_cast<double>(heap_in_use() - before) / static_cast<double>(n);
 }
 
-// An envelope as the bus redelivers it: an id, the routing fields, the two
-// history headers, a typed body.
+// An envelope as the bus redelivers it: an id, the routing fields, the
+// trace context the bus starts on every send from outside (a W3C
+// traceparent, 55 characters), the two history headers, a typed body.
+// Without the traceparent the sample was 200 bytes short of the real
+// thing, and those bytes were counted as the scheduler's.
 bus::envelope redelivered_sample(const bus::message_registry& registry) {
   std::mt19937_64 random(42);
   bus::envelope e;
@@ -83,6 +86,8 @@ bus::envelope redelivered_sample(const bus::message_registry& registry) {
   e.source_address = "bus";
   e.destination_address = bench_queue;
   e.delivery_count = 1;
+  e.headers.set(bus::header::traceparent,
+                "00-" + std::string(32, 'a') + "-" + std::string(16, 'b') + "-01");
   e.headers.set(bus::header::first_failure_at, std::to_string(bus::to_unix_ms(e.sent_at)));
   e.headers.set(bus::header::failed_attempts, "1");
   e.body = *registry.make_body(ping{});
