@@ -11,7 +11,8 @@
 // The bus's endpoint runs its no-op handler inline on CAF's workers
 // (handler_threads::caf_workers: a handler that never blocks, the
 // documented choice); --handler-threads dedicated measures the same
-// workload with the default, a thread per slot.
+// workload with the default, a thread per slot, and the raw pool with
+// detached workers, its raw form.
 //
 // --resilience A,B (issue 14) configures the bus's success path with
 // resilience features that cost something even when nothing fails:
@@ -106,7 +107,7 @@ case_result run_throughput(const case_args& args) {
   } else {
     auto work = std::make_shared<raw_work>();
     work->handle = [&](const ping& m, int) { on_message(m); };
-    pool = spawn_raw_pool(sys, slots, work);
+    pool = spawn_raw_pool(sys, slots, work, handler_threads == "dedicated");
     send = [&](ping p) { caf::anon_send(pool, p); };
   }
 
@@ -132,7 +133,7 @@ case_result run_throughput(const case_args& args) {
                 {"slots", slots},
                 {"messages", messages},
                 {"threads", threads},
-                {"handler_threads", impl == "bus" ? handler_threads : "-"},
+                {"handler_threads", handler_threads},
                 {"resilience", impl == "bus" ? resilience : "-"},
                 {"metrics", impl == "bus" && metrics},
                 {"page_polls", polls},
