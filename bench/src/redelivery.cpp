@@ -75,7 +75,7 @@ double envelope_bytes(const bus::envelope& sample, const bus::message_registry& 
 // An envelope as the bus redelivers it: an id, the routing fields, the
 // trace context the bus starts on every send from outside (a W3C
 // traceparent, 55 characters), the two history headers, a typed body.
-// Without the traceparent the sample was 200 bytes short of the real
+// Without the traceparent the sample was 128 bytes short of the real
 // thing, and those bytes were counted as the scheduler's.
 bus::envelope redelivered_sample(const bus::message_registry& registry) {
   std::mt19937_64 random(42);
