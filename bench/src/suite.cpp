@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adaptive_suite.hpp"
+#include "medians.hpp"
 #include "outbox_suite.hpp"
 #include "postgres_server.hpp"
 #include "subprocess.hpp"
@@ -119,17 +120,9 @@ private:
   std::string self_;
 };
 
-// The median of `key` over the runs that have it, or null.
+// The median of the top-level `key` over the runs that have it, or null.
 json median(const std::vector<json>& runs, const std::string& key) {
-  std::vector<double> v;
-  for (const auto& r : runs)
-    if (r.contains(key) && r[key].is_number() && !r.contains("error"))
-      v.push_back(r[key].get<double>());
-  if (v.empty())
-    return nullptr;
-  std::sort(v.begin(), v.end());
-  auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return median_at(runs, "/" + key);
 }
 
 json ratio(const json& a, const json& b) {
