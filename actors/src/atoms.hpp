@@ -15,6 +15,7 @@ namespace bus::detail {
 
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;   // transport -> endpoint
 using run_atom = caf::atom_constant<caf::atom("run")>;           // endpoint -> consumer
+using next_atom = caf::atom_constant<caf::atom("next")>;         // consumer -> itself
 using done_atom = caf::atom_constant<caf::atom("done")>;         // consumer -> endpoint
 using stop_atom = caf::atom_constant<caf::atom("stop")>;         // bus -> endpoint
 using go_atom = caf::atom_constant<caf::atom("go")>;             // bus -> endpoint

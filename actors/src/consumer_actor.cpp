@@ -264,9 +264,7 @@ void hold_back(consumer* self, const std::string& why) {
     e.attempt = cur.attempt;
     e.detail = why;
   });
-  auto tag = cur.item.tag;
-  self->state.current.reset();
-  self->send(self->state.endpoint, done_atom::value, tag, outcome::held);
+  report_and_go_on(self, outcome::held);
 }
 
 // Before an attempt that is not a probe: the endpoint may have handed the
@@ -420,11 +418,12 @@ void succeed(consumer* self) {
 }
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler) {
+                             caf::actor scheduler, std::shared_ptr<ready_line> ready) {
   auto& st = self->state;
   st.rt = std::move(rt);
   st.endpoint = std::move(endpoint);
   st.scheduler = std::move(scheduler);
+  st.ready = std::move(ready);
   const auto& seed = st.rt->config().jitter_seed;
   // A fixed seed still differs per consumer (its actor id), so that slots
   // do not jitter in lockstep.
@@ -432,6 +431,16 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
   return {
     [=](run_atom, delivery& d, claim_ptr& claim, bool throttled) {
       begin(self, std::move(d), std::move(claim), throttled);
+    },
+    // Taken from the ready line as the one before ended, and named in its
+    // report: the endpoint sends nothing else to a consumer it knows busy.
+    [=](next_atom) {
+      auto& st = self->state;
+      if (st.current || !st.next)
+        return;
+      auto n = std::move(*st.next);
+      st.next.reset();
+      begin(self, std::move(n.item), std::move(n.claim), false);
     },
     // The single probe of a half-open dependency breaker.
     [=](probe_atom, delivery& d, claim_ptr& claim, bool throttled) {
@@ -464,7 +473,9 @@ caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor
       run_attempt(self);
     },
     // A new scheduler, after the endpoint noticed the old one died.
-    [=](scheduler_atom, caf::actor& scheduler) { scheduler_replaced(self, std::move(scheduler)); },
+    [=](scheduler_atom, caf::actor& scheduler) {
+      scheduler_replaced(self, std::move(scheduler));
+    },
   };
 }
 

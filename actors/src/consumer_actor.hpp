@@ -30,6 +30,7 @@
 #include "bus/policy/action.hpp"
 #include "delivery_claim.hpp"
 #include "endpoint_runtime.hpp"
+#include "ready_line.hpp"
 
 namespace bus::detail {
 
@@ -85,12 +86,19 @@ struct consumer_state {
   caf::actor scheduler;
   std::mt19937_64 jitter; // draws for retry delays; seeded per consumer
   std::optional<current_delivery> current;
+  // The endpoint's offers ahead, shared with it (ready_line.hpp); null
+  // where it offers none.
+  std::shared_ptr<ready_line> ready;
+  // Taken from it as the current delivery ended: it starts in a message
+  // of its own (next_atom), so that a delivery never starts on the stack
+  // of the one before it.
+  std::optional<offered_delivery> next;
   static inline const char* name = "bus.consumer";
 };
 
 using consumer = caf::stateful_actor<consumer_state>;
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler);
+                             caf::actor scheduler, std::shared_ptr<ready_line> ready);
 
 } // namespace bus::detail

@@ -364,11 +364,30 @@ bool ended_as_stale(consumer* self) {
   return true;
 }
 
+void report_and_go_on(consumer* self, outcome result) {
+  auto& st = self->state;
+  auto tag = st.current->item.tag;
+  // Lingering pays where handlers are short: a thread that blocked for a
+  // while (a database call) is better off asleep than spinning, and the
+  // test coordinator runs every actor on one thread, where the endpoint
+  // cannot offer while a consumer lingers.
+  auto linger = !st.rt->config().deterministic
+                && st.rt->now() - st.current->attempt_started < ready_line::short_attempt;
+  st.current.reset();
+  std::uint64_t taken = 0;
+  if (st.ready && !st.next) {
+    st.next = linger ? st.ready->take_lingering(ready_line::linger) : st.ready->take();
+    if (st.next) {
+      taken = st.next->id;
+      self->send(self, next_atom::value);
+    }
+  }
+  self->send(st.endpoint, done_atom::value, tag, result, taken);
+}
+
 void settle_and_report(consumer* self, outcome result) {
-  auto tag = current(self).item.tag;
   settle(runtime(self), current(self).item, result);
-  self->state.current.reset();
-  self->send(self->state.endpoint, done_atom::value, tag, result);
+  report_and_go_on(self, result);
 }
 
 void retry_now(consumer* self, const immediate_retry& a) {

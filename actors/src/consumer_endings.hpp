@@ -31,6 +31,11 @@ namespace bus::detail {
 // Settles the current delivery, forgets it and frees the slot.
 void settle_and_report(consumer* self, outcome result);
 
+// Forgets the current delivery and reports to the endpoint how it ended,
+// naming the delivery this consumer took from the ready line to go on
+// with, if any.
+void report_and_go_on(consumer* self, outcome result);
+
 // The actions of the policy.
 void retry_now(consumer* self, const immediate_retry& a);
 void redeliver_later(consumer* self, const delayed_retry& a);

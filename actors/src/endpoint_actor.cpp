@@ -24,14 +24,56 @@ caf::actor spawn_consumer_actor(endpoint* self) {
   auto me = caf::actor_cast<caf::actor>(self);
   if (st.rt->config().deterministic
       || st.rt->definition().threads == handler_threads::caf_workers)
-    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler);
-  return self->spawn<caf::monitored + caf::detached>(consumer_actor, st.rt, me, st.scheduler);
+    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler, st.ready);
+  return self->spawn<caf::monitored + caf::detached>(consumer_actor, st.rt, me, st.scheduler,
+                                                     st.ready);
 }
 
 void spawn_consumer(endpoint* self) {
   auto c = spawn_consumer_actor(self);
   self->state.consumers.emplace(c.address(), c);
   self->state.idle.push_back(std::move(c));
+}
+
+// Takes back up to `n` offers no consumer took yet, to the front of the
+// waiting line in their order.
+void withdraw_offers(endpoint* self, std::size_t n) {
+  auto& st = self->state;
+  if (st.offered.empty() || n == 0)
+    return;
+  auto back = st.ready->withdraw(n);
+  for (auto d = back.rbegin(); d != back.rend(); ++d) {
+    st.offered.erase(d->id);
+    st.waiting.push_front(std::move(d->item));
+  }
+}
+
+// A consumer named the offer it took as it reported the delivery before
+// (the mutex of the ready line gave it to this consumer alone): it works
+// on that one now.
+void took_offer(endpoint* self, const caf::actor_addr& consumer, std::uint64_t id) {
+  auto& st = self->state;
+  auto offer = st.offered.find(id);
+  if (offer == st.offered.end())
+    return; // cannot be: an offer leaves the record taken or withdrawn, never both
+  auto work = std::move(offer->second);
+  st.offered.erase(offer);
+  st.busy.emplace(consumer, std::move(work));
+}
+
+// Every consumer is busy and deliveries wait: up to one per slot is
+// offered ahead, for whichever consumer ends its current one first.
+void offer_ahead(endpoint* self) {
+  auto& st = self->state;
+  if (!st.ready || st.limited || !st.idle.empty())
+    return;
+  while (!st.waiting.empty() && st.offered.size() < st.rt->definition().slots) {
+    auto claim = std::make_shared<delivery_claim>();
+    auto id = ++st.offers;
+    st.offered.emplace(id, work_in_progress{st.waiting.front(), claim, 1, time_point{}, 0});
+    st.ready->offer(offered_delivery{id, std::move(st.waiting.front()), std::move(claim)});
+    st.waiting.pop_front();
+  }
 }
 
 void dispatch(endpoint* self) {
@@ -41,8 +83,16 @@ void dispatch(endpoint* self) {
   if (!st.started || st.stopping)
     return;
   // A dependency is down: nothing goes out but a half-open breaker's probe.
-  if (dependencies::paused_dispatch(self))
+  if (dependencies::paused_dispatch(self)) {
+    withdraw_offers(self, st.offered.size());
     return;
+  }
+  // Rate limited, one at a time: nothing is offered ahead. Idle consumers
+  // take what was offered before anything that waits here.
+  if (st.limited)
+    withdraw_offers(self, st.offered.size());
+  else if (st.idle.size() > st.waiting.size())
+    withdraw_offers(self, st.idle.size() - st.waiting.size());
   // With adaptive slots there are more idle consumers than the limit allows.
   while (!st.idle.empty() && !st.waiting.empty() && st.busy.size() < st.limit->allowed()) {
     // Rate limited: one message at a time, and none while waiting after a
@@ -59,6 +109,7 @@ void dispatch(endpoint* self) {
     st.busy.emplace(consumer.address(), work_in_progress{d, claim, 1, at, st.busy.size() + 1});
     self->send(consumer, run_atom::value, std::move(d), std::move(claim), st.limited);
   }
+  offer_ahead(self);
 }
 
 // A delivery that nothing will run here any more, during a stop, goes
@@ -88,7 +139,7 @@ void give_back_held(endpoint* self, const delivery& d) {
 // cancel, and goes through the mailbox, behind them.
 void check_drained(endpoint* self) {
   const auto& st = self->state;
-  if (st.stopping && !st.cancelling && st.busy.empty() && st.waiting.empty())
+  if (st.stopping && !st.cancelling && st.busy.empty() && st.offered.empty() && st.waiting.empty())
     self->send(self, drained_atom::value);
 }
 
@@ -201,6 +252,8 @@ void begin_stop(endpoint* self) {
   if (st.stopping)
     return;
   st.stopping = true;
+  // What was offered ahead and not taken goes back with what waits here.
+  withdraw_offers(self, st.offered.size());
   // Before the bus's go, a failed start cancelled the consumption itself.
   if (!st.started) {
     consumption_cancelled(self);
@@ -244,9 +297,10 @@ void record_attempt(endpoint* self, bool succeeded) {
   auto& c = st.rt->counters();
   st.limited = t == rate_limiter::transition::started;
   c.rate_limited.store(st.limited);
-  if (st.limited)
+  if (st.limited) {
     c.rate_limit_episodes.fetch_add(1, std::memory_order_relaxed);
-  else
+    withdraw_offers(self, st.offered.size()); // one at a time from now on
+  } else
     st.pausing = false;
   self->send(st.breaker, limit_atom::value, st.limited);
 }
@@ -285,9 +339,16 @@ void replace_helper(endpoint* self, const caf::down_msg& dm, bool scheduler) {
 
 } // namespace
 
+bool offers_ahead(const endpoint_definition& def) {
+  return def.threads == handler_threads::dedicated && !def.adaptive
+         && def.rate_limit.consecutive_failures == 0 && def.dependencies.empty();
+}
+
 caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   auto& st = self->state;
+  if (offers_ahead(st.rt->definition()))
+    st.ready = std::make_shared<ready_line>();
   spawn_scheduler(self);
   if (st.rt->definition().rate_limit.consecutive_failures > 0) {
     st.limiter.emplace(st.rt->definition().rate_limit);
@@ -392,13 +453,19 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       st.waiting.push_back(std::move(d));
       dispatch(self);
     },
-    // The consumer settled the delivery itself: the slot is free again.
-    [=](done_atom, std::uint64_t tag, outcome result) {
+    // The consumer settled the delivery itself: the slot is free again,
+    // unless the consumer took an offer ahead (`taken`, or 0).
+    [=](done_atom, std::uint64_t tag, outcome result, std::uint64_t taken) {
       auto& st = self->state;
       auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
       auto it = st.busy.find(sender);
-      if (it == st.busy.end() || it->second.item.tag != tag)
+      if (it == st.busy.end() || it->second.item.tag != tag) {
+        // Taken back by a stop's drain timeout: the report is dropped, not
+        // the offer the consumer went on to.
+        if (taken != 0)
+          took_offer(self, sender, taken);
         return;
+      }
       // Held back for a dependency: first in line again, still unsettled;
       // during a stop, back to its queue, as what waited for a consumer
       // went when the stop began (nothing is dispatched any more).
@@ -412,7 +479,9 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       dependencies::ended(self, tag, result);
       if (result == outcome::held)
         dependencies::sync(self); // pause now, not when the gate's notice arrives
-      if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
+      if (taken != 0)
+        took_offer(self, sender, taken);
+      else if (auto consumer = st.consumers.find(sender); consumer != st.consumers.end())
         st.idle.push_back(consumer->second);
       // A handled delivery's last attempt succeeded; a failed attempt was
       // reported before this, by the same consumer, so it is counted
@@ -456,7 +525,8 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
       dispatch(self);
     },
     [=](drained_atom) {
-      if (self->state.busy.empty() && self->state.waiting.empty())
+      const auto& st = self->state;
+      if (st.busy.empty() && st.offered.empty() && st.waiting.empty())
         finish(self);
     },
     // The drain timeout passed: what no consumer is ending right now goes

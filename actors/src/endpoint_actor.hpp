@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "delivery_claim.hpp"
 #include "endpoint_limit.hpp"
 #include "endpoint_runtime.hpp"
+#include "ready_line.hpp"
 #include "redelivery_memory.hpp"
 
 namespace bus::detail {
@@ -38,6 +40,12 @@ struct endpoint_state {
   endpoint_runtime_ptr rt;
   std::vector<caf::actor> idle;                          // consumers waiting for work
   std::unordered_map<caf::actor_addr, work_in_progress> busy; // consumer -> what it works on
+  // Deliveries offered ahead to busy consumers (ready_line.hpp), by their
+  // number, from the offer until the report that names who took it; null
+  // and empty where the endpoint offers none (offers_ahead).
+  std::shared_ptr<ready_line> ready;
+  std::unordered_map<std::uint64_t, work_in_progress> offered;
+  std::uint64_t offers = 0; // the last offer's number
   std::unordered_map<caf::actor_addr, caf::actor> consumers;
   std::deque<delivery> waiting; // taken from the transport, no idle consumer yet
   std::optional<endpoint_limit> limit; // deliveries at consumers at once (set at the spawn)
@@ -75,6 +83,16 @@ struct endpoint_state {
   std::optional<time_point> wake_at;
   static inline const char* name = "bus.endpoint";
 };
+
+// Whether the endpoint offers deliveries ahead to its busy consumers
+// (ready_line.hpp): where they run on threads of their own
+// (handler_threads::dedicated), since waking a sleeping thread for each
+// delivery costs more than a short handler; with fixed slots (adaptive
+// ones learn from the time since dispatch, which a wait in the line would
+// stretch); and with neither rate limiting nor a dependency breaker, which
+// stop dispatching the moment they trip: a consumer that takes an offer
+// as it reports does not wait for the endpoint's word.
+[[nodiscard]] bool offers_ahead(const endpoint_definition& def);
 
 // Spawns the endpoint's consumers. Deliveries arrive as (deliver_atom,
 // delivery) from the transport's handler, which the bus registers right
