@@ -6,7 +6,7 @@
 #include "circuit_breaker_actor.hpp"
 #include "inbox_cleaner_actor.hpp"
 #include "outbox_sweeper_actor.hpp"
-#include "consumer_actor.hpp"
+#include "consumer/consumer_actor.hpp"
 #include "delivery_steps.hpp"
 #include "dependency_pause.hpp"
 #include "scheduler_actor.hpp"

@@ -1,18 +1,7 @@
-// A consumer actor: one concurrency slot of an endpoint. It takes one
-// delivery at a time from its endpoint, runs the handler, asks the policy
-// what follows a failure and carries it out, settles the delivery with the
-// transport and reports to the endpoint, which frees the slot.
-//
-// It runs on a thread of its own unless the endpoint's handlers never
-// block (bus::handler_threads), so a handler may block it. It never waits
-// on the transport: what it sends (the outbox, the error or skipped queue,
-// fault<T>) goes through the port's asynchronous calls, whose completions
-// come back to it as messages. A refusal "for now" (the broker out of
-// reach) keeps the slot and is tried again with backoff.
-//
-// An immediate retry is a delayed message to itself: the slot stays held.
-// A redelivery is handed to the endpoint's scheduler: the slot is freed
-// once the scheduler has accepted it.
+// What a consumer actor knows while it works: the delivery under way,
+// across its immediate retries, and the ending it waits for. Every file of
+// the consumer's folder works on this state (consumer_actor.hpp says which
+// calls which).
 #pragma once
 
 #include <memory>
@@ -97,8 +86,5 @@ struct consumer_state {
 };
 
 using consumer = caf::stateful_actor<consumer_state>;
-
-caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler, std::shared_ptr<ready_line> ready);
 
 } // namespace bus::detail

@@ -2,14 +2,14 @@
 // a fresh message's first attempt in the endpoint's budget, charges every
 // retry the policy decides (taking the fallback when the budget refuses),
 // and ends a message that expired before an attempt without running it.
-// Called from the consumer's attempt cycle (consumer_actor.cpp), on the
-// consumer's thread; the budget itself is thread-safe (see
-// resilience_budget.hpp for why it lives there).
+// Called from the attempt cycle (attempt.cpp, reading.cpp) and as a
+// failure is decided (outcome.cpp), on the consumer's thread; the budget
+// itself is thread-safe (see resilience_budget.hpp for why it lives there).
 #pragma once
 
 #include "bus/policy/action.hpp"
 #include "bus/policy/error_context.hpp"
-#include "consumer_actor.hpp"
+#include "consumer/state.hpp"
 
 namespace bus::detail {
 

@@ -1,9 +1,10 @@
-#include "consumer_resilience.hpp"
+#include "consumer/resilience.hpp"
 
 #include "bus/deadline.hpp"
 #include "bus/policy/deadline.hpp"
 #include "bus/policy/retry_budget.hpp"
-#include "consumer_endings.hpp"
+#include "consumer/endings.hpp"
+#include "consumer/settling.hpp"
 #include "delivery_steps.hpp"
 
 namespace bus::detail {

@@ -1,12 +1,12 @@
-#include "consumer_endings.hpp"
+#include "consumer/endings.hpp"
 
 #include <algorithm>
 
 #include <caf/all.hpp>
 
-#include "bus/deadline.hpp"
+#include "atoms.hpp"
 #include "bus/header_names.hpp"
-#include "consumer_inbox.hpp"
+#include "consumer/settling.hpp"
 #include "dead_letter_file.hpp"
 #include "delivery_steps.hpp"
 #include "log_line.hpp"
@@ -21,14 +21,6 @@ using namespace std::chrono_literals;
 
 current_delivery& current(consumer* self) { return *self->state.current; }
 const endpoint_runtime& runtime(consumer* self) { return *self->state.rt; }
-
-// A completion of the transport becomes a message to this consumer, tagged
-// with its delivery, so that a late one for a delivery it no longer works
-// on is recognised and ignored.
-completion to_self(consumer* self, ending_step step) {
-  return [me = caf::actor_cast<caf::actor>(self), tag = current(self).item.tag,
-          step](result<void> sent) { caf::anon_send(me, sent_atom::value, tag, step, std::move(sent)); };
-}
 
 // Whether a refusal is for now only: the transport could not reach its
 // broker, or not in time. Anything else will not go away by waiting.
@@ -290,26 +282,6 @@ void on_skipped_queue(consumer* self, const result<void>& sent) {
   settle_and_report(self, outcome::skipped);
 }
 
-void on_outbox(consumer* self, result<void> sent) {
-  auto& cur = current(self);
-  if (!sent && !cur.outbox_error)
-    cur.outbox_error = sent.error();
-  if (--cur.outbox_left > 0)
-    return;
-  if (!cur.outbox_error) {
-    if (cur.sends_stored)
-      stored_sends_out(self);
-    else
-      succeed(self);
-    return;
-  }
-  // The handler's messages could not all be sent: the attempt failed.
-  auto why = to_string(*cur.outbox_error);
-  cur.outbox_error.reset();
-  cur.claim->release();
-  on_failure(self, std::make_exception_ptr(std::runtime_error(why)));
-}
-
 // Whether the scheduler refused for good: the transport will never hold
 // this message (a delay longer than its levels hold). Anything else is for
 // now: the broker out of reach, or the scheduler gone (its endpoint starts
@@ -326,69 +298,7 @@ std::string refusal_text(consumer* self, const caf::error& err) {
   return self->system().render(err);
 }
 
-// Ends the current delivery unsettled if it came over a connection that is
-// gone (the broker delivers it again): nothing may be done with it, lest it
-// live twice. True if it was dropped.
-bool dropped_as_stale(consumer* self) {
-  auto& cur = current(self);
-  const auto& rt = runtime(self);
-  if (rt.transport().settleable(cur.item.tag))
-    return false;
-  rt.log().endpoint->warn("message {} came over a connection to '{}' that is gone; the broker "
-                          "delivers it again, so this delivery ends here, unsettled",
-                          cur.item.message->message_id, cur.item.queue);
-  settle_and_report(self, outcome::stale);
-  return true;
-}
-
 } // namespace
-
-bool claim_ending(consumer* self) {
-  auto& cur = current(self);
-  const auto& rt = runtime(self);
-  if (!cur.claim->claim()) {
-    rt.log().endpoint->info("message {} was given back to '{}' by the stop of endpoint '{}' before "
-                            "its attempt ended; its outcome is dropped",
-                            cur.item.message->message_id, cur.item.queue, rt.name());
-    self->state.current.reset();
-    return false;
-  }
-  return !dropped_as_stale(self);
-}
-
-bool ended_as_stale(consumer* self) {
-  if (runtime(self).transport().settleable(current(self).item.tag))
-    return false;
-  // Claimed, it is dropped as stale; taken back by a stop, it is forgotten.
-  (void)claim_ending(self);
-  return true;
-}
-
-void report_and_go_on(consumer* self, outcome result) {
-  auto& st = self->state;
-  auto tag = st.current->item.tag;
-  // Lingering pays where handlers are short: a thread that blocked for a
-  // while (a database call) is better off asleep than spinning, and the
-  // test coordinator runs every actor on one thread, where the endpoint
-  // cannot offer while a consumer lingers.
-  auto linger = !st.rt->config().deterministic
-                && st.rt->now() - st.current->attempt_started < ready_line::short_attempt;
-  st.current.reset();
-  std::uint64_t taken = 0;
-  if (st.ready && !st.next) {
-    st.next = linger ? st.ready->take_lingering(ready_line::linger) : st.ready->take();
-    if (st.next) {
-      taken = st.next->id;
-      self->send(self, next_atom::value);
-    }
-  }
-  self->send(st.endpoint, done_atom::value, tag, result, taken);
-}
-
-void settle_and_report(consumer* self, outcome result) {
-  settle(runtime(self), current(self).item, result);
-  report_and_go_on(self, result);
-}
 
 void retry_now(consumer* self, const immediate_retry& a) {
   const auto& rt = runtime(self);
@@ -537,23 +447,12 @@ void skip_message(consumer* self) {
                             to_self(self, ending_step::skipped_queue));
 }
 
-void release_outbox(consumer* self, std::vector<outgoing_message> outbox) {
-  auto& cur = current(self);
-  if (outbox.empty()) {
-    succeed(self);
-    return;
-  }
-  cur.outbox_left = outbox.size();
-  for (auto& out : outbox)
-    send_outgoing(runtime(self), std::move(out), to_self(self, ending_step::outbox));
-}
-
-void on_sent(consumer* self, ending_step step, result<void> sent) {
+void ending_sent(consumer* self, ending_step step, const result<void>& sent) {
   switch (step) {
-    case ending_step::outbox: on_outbox(self, std::move(sent)); return;
     case ending_step::error_queue: on_error_queue(self, sent); return;
     case ending_step::minimal_error_queue: on_minimal_error_queue(self, sent); return;
     case ending_step::skipped_queue: on_skipped_queue(self, sent); return;
+    case ending_step::outbox: return;     // the outbox's (outbox.hpp)
     case ending_step::redelivery: return; // answered by the scheduler, not the transport
   }
 }
@@ -583,6 +482,5 @@ void scheduler_replaced(consumer* self, caf::actor scheduler) {
   cur->handing_off.reset();
   hold_and_retry(self, step, "the scheduler died before it answered");
 }
-
 
 } // namespace bus::detail

@@ -6,7 +6,7 @@
 
 #include "bus/policy/action.hpp"
 #include "bus/spans.hpp"
-#include "consumer_actor.hpp"
+#include "consumer/state.hpp"
 
 namespace bus::detail {
 

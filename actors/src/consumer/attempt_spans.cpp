@@ -1,4 +1,4 @@
-#include "attempt_spans.hpp"
+#include "consumer/attempt_spans.hpp"
 
 #include "bus/header_names.hpp"
 #include "tracing.hpp"
