@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include <caf/all.hpp>
 #include <spdlog/sinks/null_sink.h>
@@ -38,6 +41,20 @@ public:
     REQUIRE(set(2000, 500) == 0);
   }
   ~short_consumer_timeout() { (void)set(1800000, 60000); }
+
+  // What the broker's application environment says of both now, for a
+  // failure's message: {ok,2000} {ok,500} while the test runs.
+  static std::string now_set() {
+    auto command = bus::test::broker_env("BUS_RABBITMQ_CTL")
+                   + " eval '{application:get_env(rabbit, consumer_timeout), "
+                     "application:get_env(rabbit, channel_tick_interval)}.' 2>&1";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+    std::string output;
+    char buffer[512];
+    while (pipe && std::fgets(buffer, sizeof buffer, pipe.get()))
+      output += buffer;
+    return output;
+  }
 
 private:
   static int set(int timeout_ms, int tick_ms) {
@@ -105,13 +122,24 @@ TEST_CASE("deliveries held by an open breaker past the broker's consumer timeout
       CHECK(times == 1);
   }
   auto s = *bus.stats(endpoint);
+  // Should the broker not have closed the channel (it did in every run but
+  // one, an ASan run right after the readiness test restarted the broker's
+  // application), the failure says what the broker's settings were then,
+  // and what the transport saw.
+  auto lines = log.lines();
+  std::string transport_log;
+  for (const auto& line : lines)
+    transport_log += line + "\n";
+  INFO("the broker's settings now: " << short_consumer_timeout::now_set() << "the bus: handled "
+                                     << s.handled << ", requeued " << s.requeued << ", held back "
+                                     << s.held_back << "; the transport's log:\n"
+                                     << transport_log);
   CHECK(s.handled == static_cast<std::uint64_t>(messages));
   CHECK(s.dead_lettered == 0);
   // The held deliveries went stale when the broker closed their channel:
   // each ended unsettled, counted as requeued, and came again.
   CHECK(s.requeued >= 1);
   // And that is what happened: the broker closed the channel for it.
-  auto lines = log.lines();
   CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
     return line.find("delivery acknowledgement on channel") != std::string::npos;
   }));
