@@ -1,6 +1,7 @@
 #include "raw_pool.hpp"
 
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -18,7 +19,10 @@ caf::behavior raw_worker(caf::event_based_actor* self, caf::actor dispatcher,
     try {
       work->handle(p, n);
     } catch (...) {
-      if (n == 1) {
+      if (n == 1 && work->redeliver) {
+        // Back to the dispatcher when due; this worker is free now.
+        self->delayed_send(dispatcher, work->retry_delay, retry_atom::value, p, n + 1);
+      } else if (n == 1) {
         self->delayed_send(self, work->retry_delay, retry_atom::value, p, n + 1);
         return;
       }
@@ -32,7 +36,7 @@ caf::behavior raw_worker(caf::event_based_actor* self, caf::actor dispatcher,
 }
 
 struct dispatcher_state {
-  std::deque<ping> waiting;
+  std::deque<std::pair<ping, int>> waiting; // and the attempt it is at
   std::vector<caf::actor> idle;
   static inline const char* name = "bench.raw_dispatcher";
 };
@@ -42,7 +46,11 @@ using dispatcher = caf::stateful_actor<dispatcher_state>;
 void dispatch(dispatcher* self) {
   auto& st = self->state;
   while (!st.idle.empty() && !st.waiting.empty()) {
-    self->send(st.idle.back(), st.waiting.front());
+    const auto& [p, attempt] = st.waiting.front();
+    if (attempt == 1)
+      self->send(st.idle.back(), p);
+    else
+      self->send(st.idle.back(), retry_atom::value, p, attempt);
     st.idle.pop_back();
     st.waiting.pop_front();
   }
@@ -58,7 +66,12 @@ caf::behavior raw_dispatcher(dispatcher* self, int workers, std::shared_ptr<cons
   }
   return {
       [=](const ping& p) {
-        self->state.waiting.push_back(p);
+        self->state.waiting.emplace_back(p, 1);
+        dispatch(self);
+      },
+      // A redelivery that is due.
+      [=](retry_atom, const ping& p, int attempt) {
+        self->state.waiting.emplace_back(p, attempt);
         dispatch(self);
       },
       [=](done_atom) {

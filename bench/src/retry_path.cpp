@@ -62,6 +62,7 @@ case_result run_retry_path(const case_args& args) {
     auto work = std::make_shared<raw_work>();
     work->handle = attempt;
     work->retry_delay = redelivers ? redeliver_after : 0ms;
+    work->redeliver = redelivers;
     pool = spawn_raw_pool(sys, slots, work);
     send = [&](ping p) { caf::anon_send(pool, p); };
   }
