@@ -48,7 +48,11 @@ case_result run_retry_path(const case_args& args) {
   if (impl == "bus") {
     b = make_bench_bus(
         sys, slots, bus::handler_threads::caf_workers,
-        [&](const ping& m, bus::handler_context& ctx) { attempt(m, ctx.attempt()); },
+        // Attempts counted across deliveries: a redelivered message's
+        // first attempt in its new delivery is its second.
+        [&](const ping& m, bus::handler_context& ctx) {
+          attempt(m, ctx.attempt() + static_cast<int>(ctx.delivery_count()));
+        },
         [&](bus::policy_builder& p) {
           if (redelivers)
             p.on_any().redeliver({redeliver_after}).jitter(false);
