@@ -44,8 +44,21 @@ install_missing() {
     "${missing[@]}" >/dev/null
 }
 
+# A build takes 3-5 GB (more with a sanitizer) and ccache up to its 5 GB;
+# a disk that fills up mid-build fails a compile with no message that says
+# so (CI of 2026-11-28: a precompiled header, 170 MB, failed silently).
+# Said before building, not enforced: the build may still fit.
+warn_if_disk_low() {
+  local free_gb
+  free_gb=$(df -P -BG . | awk 'NR == 2 { sub("G", "", $4); print $4 }')
+  if [[ -n ${free_gb} ]] && ((free_gb < 10)); then
+    say "warning: ${free_gb} GB free on the disk of ${PWD}; a build with its ccache needs about 10"
+  fi
+}
+
 build() {
   install_missing "${PACKAGES[@]}"
+  warn_if_disk_low
   if [[ ${SANITIZER} == thread ]]; then
     # TSan only sees what is instrumented: CAF too (built once, cached).
     say "libcaf_core with ThreadSanitizer (scripts/build-caf-tsan.sh)"

@@ -46,7 +46,7 @@ set_source_files_properties(${_busctl_tests}/broker_commands_test.cpp
                             ${_busctl_tests}/broker_errors_test.cpp
                             ${_busctl_tests}/replay_delivery_limit_test.cpp
                             PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
-target_precompile_headers(busctl_broker_tests PRIVATE <caf/all.hpp>)
+target_precompile_headers(busctl_broker_tests REUSE_FROM bus_caf_pch)
 catch_discover_tests(busctl_broker_tests EXTRA_ARGS --warn NoTests TEST_PREFIX "busctl_broker_tests: "
   PROPERTIES FIXTURES_REQUIRED rabbitmq
              ENVIRONMENT "BUS_TEST_BROKER_DIR=${_busctl_broker_dir}"

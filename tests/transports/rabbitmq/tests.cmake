@@ -79,7 +79,7 @@ target_include_directories(bus_on_rabbitmq_tests PRIVATE
   "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # the error queues' read count
 target_compile_definitions(bus_on_rabbitmq_tests PRIVATE
   BUS_INTEROP_GOLDEN_DIR="${PROJECT_SOURCE_DIR}/tests/interop/golden")
-target_precompile_headers(bus_on_rabbitmq_tests PRIVATE <caf/all.hpp>)
+target_precompile_headers(bus_on_rabbitmq_tests REUSE_FROM bus_caf_pch)
 
 # Faults across processes and of the broker itself (issue 6): kill -9 of a
 # consumer process in the middle of retries, and a broker restart in the
@@ -168,7 +168,7 @@ target_compile_definitions(rabbitmq_cluster_tests PRIVATE BUS_BUSCTL="$<TARGET_F
 add_dependencies(rabbitmq_cluster_tests busctl)
 target_include_directories(rabbitmq_cluster_tests PRIVATE "${PROJECT_SOURCE_DIR}/tests"
   "${CMAKE_CURRENT_LIST_DIR}" "${PROJECT_SOURCE_DIR}/transports/rabbitmq/src") # delay level names
-target_precompile_headers(rabbitmq_cluster_tests PRIVATE <caf/all.hpp>)
+target_precompile_headers(rabbitmq_cluster_tests REUSE_FROM bus_caf_pch)
 # TIMEOUT: above what a kill case may wait by its own deadlines (210 s
 # for the flow, the carrying on, the ends and the error queue) plus a
 # revive, which took up to 150 s on a loaded machine; below it a slow run
