@@ -698,8 +698,8 @@ json evaluate_targets(const json& results) {
     out.push_back(
         target("p99 send-to-handled at half of peak load", "< 1 ms", p99s, worst_p99 < 1000));
     const auto& f = results["failure_path"]["bus"];
-    out.push_back(target("10% failing once (retry(1, 0ms)) vs all success", "<= 2x",
-                         fmt("%.2fx", num(f["cost_ratio"])), num(f["cost_ratio"], 1e9) <= 2));
+    out.push_back(target("10% failing once (retry(1, 0ms)) vs all success", "<= 1.5x",
+                         fmt("%.2fx", num(f["cost_ratio"])), num(f["cost_ratio"], 1e9) <= 1.5));
     const auto& once = results["failure_path"]["redelivered_once"]["bus"];
     out.push_back(target("all failing once, redelivered 1 s later, vs all success (first send "
                          "to last handled)",
@@ -710,8 +710,17 @@ json evaluate_targets(const json& results) {
     out.push_back(target("memory per pending redelivery beyond the envelope", "<= 150 B",
                          fmt("%.0f B", num(r["bytes_beyond_envelope"])),
                          num(r["bytes_beyond_envelope"], 1e9) <= 150));
-    out.push_back(target("time to schedule " + pending + " redeliveries", "< 2 s for 1000k",
-                         fmt("%.2f s", num(r["schedule_s"])), num(r["schedule_s"], 1e9) < 2));
+    // Issue 23: scheduling a redelivery costs at most 1.5x handling a
+    // message that succeeds, on the same bus in the same run (delivery is
+    // the floor of both), per message, as the two runs may differ in size.
+    auto per_success = num(f["all_success_s"], 1e9) / num(results["failure_path"]["messages"], 1);
+    auto per_schedule = num(r["schedule_s"], 1e9) / num(results["redelivery"]["messages"], 1);
+    auto schedule_ratio = per_schedule / per_success;
+    out.push_back(target("time to schedule " + pending + " redeliveries vs handling as many "
+                         "that succeed",
+                         "<= 1.5x",
+                         fmt("%.2f s, ", num(r["schedule_s"])) + fmt("%.2fx", schedule_ratio),
+                         schedule_ratio <= 1.5));
     out.push_back(target(pending + " redeliveries firing when due", ">= 1M msg/s",
                          fmt("%.0f msg/s", num(r["fire_msgs_per_s"])),
                          num(r["fire_msgs_per_s"]) >= 1e6));
