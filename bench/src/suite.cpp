@@ -362,21 +362,33 @@ json resilience_section(case_runner& run, const suite_options& o, const sizes& s
   return out;
 }
 
+// retry_path on each side with --fail-every `every` and with 0 (all
+// succeed), o.runs rounds in alternation, each with `args` besides:
+// runs["bus/" + every], runs["bus/0"], runs["raw/" + every], runs["raw/0"].
+std::map<std::string, std::vector<json>> retry_path_rounds(case_runner& run,
+                                                           const suite_options& o,
+                                                           const std::string& every,
+                                                           const std::vector<std::string>& args) {
+  std::map<std::string, std::vector<json>> runs;
+  for (int r = 0; r < o.runs; ++r)
+    for (const char* impl : {"bus", "raw"})
+      for (const std::string& fail_every : {every, std::string("0")})
+        runs[std::string(impl) + "/" + fail_every].push_back(run.run(
+            "retry_path", std::vector<std::string>{"--impl", impl, "--fail-every", fail_every} + args));
+  return runs;
+}
+
 // Every message fails once and is redelivered 1 s later (issue 23), against
 // all succeeding; both sent without waiting (a window of all messages), so
 // each time runs from the first send to the last handled.
 const int redelivered_after_ms = 1000;
 
 json redelivered_once(case_runner& run, const suite_options& o, const sizes& s) {
-  std::map<std::string, std::vector<json>> runs; // "bus/1", "bus/0", "raw/1", "raw/0"
   const auto all = std::to_string(s.retry);
-  for (int r = 0; r < o.runs; ++r)
-    for (const char* impl : {"bus", "raw"})
-      for (const char* every : {"1", "0"})
-        runs[std::string(impl) + "/" + every].push_back(run.run(
-            "retry_path", {"--impl", impl, "--fail-every", every, "--redeliver-after-ms",
-                           std::to_string(redelivered_after_ms), "--window", all, "--messages", all,
-                           "--slots", std::to_string(s.slots_for_failures)}));
+  auto runs = retry_path_rounds(run, o, "1",
+                                {"--redeliver-after-ms", std::to_string(redelivered_after_ms),
+                                 "--window", all, "--messages", all, "--slots",
+                                 std::to_string(s.slots_for_failures)});
   json out = {{"messages", s.retry},
               {"policy", "redeliver({" + std::to_string(redelivered_after_ms) + "ms})"},
               {"slots", s.slots_for_failures}};
@@ -393,14 +405,9 @@ json redelivered_once(case_runner& run, const suite_options& o, const sizes& s) 
 }
 
 json failure_section(case_runner& run, const suite_options& o, const sizes& s) {
-  std::map<std::string, std::vector<json>> runs; // "bus/10", "bus/0", "raw/10", "raw/0"
-  for (int r = 0; r < o.runs; ++r)
-    for (const char* impl : {"bus", "raw"})
-      for (const char* every : {"10", "0"})
-        runs[std::string(impl) + "/" + every].push_back(
-            run.run("retry_path",
-                    {"--impl", impl, "--fail-every", every, "--messages", std::to_string(s.retry),
-                     "--slots", std::to_string(s.slots_for_failures)}));
+  auto runs = retry_path_rounds(run, o, "10",
+                                {"--messages", std::to_string(s.retry), "--slots",
+                                 std::to_string(s.slots_for_failures)});
   json out = {{"messages", s.retry},
               {"fail_every", 10},
               {"policy", "retry(1, 0ms)"},
@@ -713,7 +720,8 @@ json evaluate_targets(const json& results) {
     // Issue 23: scheduling a redelivery costs at most 1.5x handling a
     // message that succeeds, on the same bus in the same run (delivery is
     // the floor of both), per message, as the two runs may differ in size.
-    auto per_success = num(f["all_success_s"], 1e9) / num(results["failure_path"]["messages"], 1);
+    // A figure missing on either side leaves the ratio infinite or NaN: missed.
+    auto per_success = num(f["all_success_s"]) / num(results["failure_path"]["messages"], 1);
     auto per_schedule = num(r["schedule_s"], 1e9) / num(results["redelivery"]["messages"], 1);
     auto schedule_ratio = per_schedule / per_success;
     out.push_back(target("time to schedule " + pending + " redeliveries vs handling as many "

@@ -97,6 +97,29 @@ inline std::shared_ptr<rabbitmq_transport> connect_transport() {
   return connect_transport(test_settings());
 }
 
+// A command's exit and output, kept so that a failure says why.
+struct command_output {
+  bool ok = false;  // it exited 0
+  std::string text; // stdout and stderr together
+};
+
+inline command_output output_of(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen((command + " 2>&1").c_str(), "r"), ::pclose);
+  REQUIRE(pipe);
+  command_output out;
+  char buffer[4096];
+  while (auto n = std::fread(buffer, 1, sizeof buffer, pipe.get()))
+    out.text.append(buffer, n);
+  out.ok = ::pclose(pipe.release()) == 0;
+  return out;
+}
+
+// The program broker.env names under `key`, with `args` (quoted by the
+// caller for the shell).
+inline command_output run_broker_tool(const std::string& key, const std::string& args) {
+  return output_of(broker_env(key) + " " + args);
+}
+
 // rabbitmqctl on the test broker, e.g. rabbitmqctl({"close_all_connections", ...}).
 // Returns its exit status. Each call starts an Erlang VM: about a second.
 inline int rabbitmqctl(const std::string& args) {

@@ -5,36 +5,12 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <memory>
 #include <sstream>
 #include <string>
 
 #include "broker.hpp"
 
 namespace bus::test {
-
-struct command_output {
-  bool ok = false;  // it exited 0
-  std::string text; // stdout and stderr together
-};
-
-inline command_output output_of(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen((command + " 2>&1").c_str(), "r"), ::pclose);
-  REQUIRE(pipe);
-  command_output out;
-  char buffer[4096];
-  while (auto n = std::fread(buffer, 1, sizeof buffer, pipe.get()))
-    out.text.append(buffer, n);
-  out.ok = ::pclose(pipe.release()) == 0;
-  return out;
-}
-
-// The program broker.env names under `key`, with `args` (quoted by the
-// caller for the shell).
-inline command_output run_broker_tool(const std::string& key, const std::string& args) {
-  return output_of(broker_env(key) + " " + args);
-}
 
 // The node (1..3) that leads quorum queue `queue`; 0 if nobody says.
 inline int leader_of(const std::string& queue) {

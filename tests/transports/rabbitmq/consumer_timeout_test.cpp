@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,15 +44,10 @@ public:
   // What the broker's application environment says of both now, for a
   // failure's message: {ok,2000} {ok,500} while the test runs.
   static std::string now_set() {
-    auto command = bus::test::broker_env("BUS_RABBITMQ_CTL")
-                   + " eval '{application:get_env(rabbit, consumer_timeout), "
-                     "application:get_env(rabbit, channel_tick_interval)}.' 2>&1";
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-    std::string output;
-    char buffer[512];
-    while (pipe && std::fgets(buffer, sizeof buffer, pipe.get()))
-      output += buffer;
-    return output;
+    return bus::test::run_broker_tool("BUS_RABBITMQ_CTL",
+                                      "eval '{application:get_env(rabbit, consumer_timeout), "
+                                      "application:get_env(rabbit, channel_tick_interval)}.'")
+      .text;
   }
 
 private:
