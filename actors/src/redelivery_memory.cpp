@@ -32,6 +32,11 @@ bool redelivery_memory::returning() const {
   return returning_ > 0;
 }
 
+void redelivery_memory::wake_when_idle() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  wake_when_idle_ = true;
+}
+
 bool redelivery_memory::holds_any() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return !waiting.empty() || in_hand || returning_ > 0 || !refused_.empty();
@@ -47,7 +52,8 @@ completion redelivery_memory::answer_for(pending_redelivery msg) {
       --memory->returning_;
       if (!sent)
         memory->refused_.push_back(refused_return{std::move(msg), sent.error()});
-      wake = memory->owner_;
+      if (!sent || (memory->wake_when_idle_ && memory->returning_ == 0))
+        wake = memory->owner_;
     }
     if (auto owner = caf::actor_cast<caf::actor>(wake))
       caf::anon_send(owner, returned_atom::value);

@@ -53,6 +53,9 @@ public:
   // Makes `owner` the scheduler that the transport's answers wake (with a
   // returned_atom), and gives it what a dead owner left: the message it
   // was handing over, if any, then every refusal not taken yet.
+  // An answer wakes the owner only when it has something to do: a refusal
+  // to take, or, once it asked (wake_when_idle), the last answer it waits
+  // for. A million returns that succeed are not a million messages.
   [[nodiscard]] std::vector<pending_redelivery> take_over(const caf::actor_addr& owner);
 
   // Hands `msg` to the transport's `send_back`, which calls the
@@ -74,6 +77,11 @@ public:
   // Whether an answer of the transport is still to come.
   [[nodiscard]] bool returning() const;
 
+  // From now on, the answer that leaves none to come wakes the owner too:
+  // a stopping scheduler waits for it. Asked before looking at returning(),
+  // so that the last answer is either seen there or wakes it.
+  void wake_when_idle();
+
   // Whether anything is left to return: for the endpoint, once its
   // scheduler died, whether a new one must come to return it.
   [[nodiscard]] bool holds_any() const;
@@ -84,6 +92,7 @@ private:
   mutable std::mutex mutex_;
   caf::actor_addr owner_;                // guarded
   std::size_t returning_ = 0;            // guarded: answers still to come
+  bool wake_when_idle_ = false;          // guarded
   std::vector<refused_return> refused_;  // guarded: not taken by an owner yet
 };
 

@@ -184,8 +184,8 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt,
       }
       finish_if_done(self);
     },
-    // The transport answered for a message on its way back; a refusal
-    // waits in the memory.
+    // The transport refused a message on its way back (it waits in the
+    // memory), or, during a stop, answered for the last one.
     [=](returned_atom) {
       take_refused(self);
       finish_if_done(self);
@@ -203,6 +203,7 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt,
       auto& st = self->state;
       take_refused(self); // first, while they can still wait: returned with the rest
       st.stopping = true;
+      st.memory->wake_when_idle(); // before finish_if_done looks
       auto left = st.memory->waiting.drain();
       if (!left.empty())
         st.rt->log().delayed_retry->warn(
