@@ -23,6 +23,7 @@ using drained_atom = caf::atom_constant<caf::atom("drained")>;   // endpoint -> 
 using overdue_atom = caf::atom_constant<caf::atom("overdue")>;   // endpoint -> itself
 using schedule_atom = caf::atom_constant<caf::atom("schedule")>; // consumer -> scheduler
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler -> itself
+using arm_atom = caf::atom_constant<caf::atom("arm")>;           // consumer -> scheduler
 using retry_atom = caf::atom_constant<caf::atom("retry")>;       // consumer -> itself
 using ok_atom = caf::atom_constant<caf::atom("ok")>;
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   // consumer -> endpoint

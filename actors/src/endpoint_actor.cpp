@@ -24,9 +24,10 @@ caf::actor spawn_consumer_actor(endpoint* self) {
   auto me = caf::actor_cast<caf::actor>(self);
   if (st.rt->config().deterministic
       || st.rt->definition().threads == handler_threads::caf_workers)
-    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler, st.ready);
+    return self->spawn<caf::monitored>(consumer_actor, st.rt, me, st.scheduler, st.redeliveries,
+                                       st.ready);
   return self->spawn<caf::monitored + caf::detached>(consumer_actor, st.rt, me, st.scheduler,
-                                                     st.ready);
+                                                     st.redeliveries, st.ready);
 }
 
 void spawn_consumer(endpoint* self) {

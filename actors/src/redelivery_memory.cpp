@@ -10,16 +10,53 @@ std::vector<pending_redelivery> redelivery_memory::take_over(const caf::actor_ad
   std::vector<pending_redelivery> left;
   std::lock_guard<std::mutex> guard(mutex_);
   owner_ = owner;
-  if (in_hand) {
+  if (in_hand_) {
     // The call that should have taken it threw: no answer will come.
     --returning_;
-    left.push_back(std::move(in_hand));
-    in_hand.reset();
+    left.push_back(std::move(in_hand_));
+    in_hand_.reset();
   }
   for (auto& r : refused_)
     left.push_back(std::move(r.message));
   refused_.clear();
   return left;
+}
+
+void redelivery_memory::hold(time_point due, pending_redelivery msg) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  waiting_.push(due, std::move(msg));
+}
+
+std::vector<pending_redelivery> redelivery_memory::take_due(time_point now) {
+  std::vector<pending_redelivery> due;
+  std::lock_guard<std::mutex> guard(mutex_);
+  waiting_.pop_due(now, [&](pending_redelivery msg) { due.push_back(std::move(msg)); });
+  return due;
+}
+
+std::optional<redelivery_memory::time_point>
+redelivery_memory::plan_wake(std::optional<time_point> armed) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto due = waiting_.next_due();
+  if (!due || (armed && *armed <= *due)) {
+    // Nothing waits, or the armed timer comes first: it wakes the owner,
+    // which plans again then.
+    wake_at_ = armed.value_or(time_point::max());
+    return std::nullopt;
+  }
+  wake_at_ = *due;
+  return due;
+}
+
+std::vector<pending_redelivery> redelivery_memory::close_and_drain() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  closed_ = true;
+  return waiting_.drain();
+}
+
+std::size_t redelivery_memory::waiting() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return waiting_.size();
 }
 
 std::vector<refused_return> redelivery_memory::take_refused() {
@@ -39,7 +76,7 @@ void redelivery_memory::wake_when_idle() {
 
 bool redelivery_memory::holds_any() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return !waiting.empty() || in_hand || returning_ > 0 || !refused_.empty();
+  return !waiting_.empty() || in_hand_ || returning_ > 0 || !refused_.empty();
 }
 
 // Runs on whatever thread the transport answers on. It holds the memory,

@@ -6,20 +6,25 @@
 // Three kinds of message live here:
 // - those waiting for their due time (the heap);
 // - the one being handed to the transport when the owner died in that
-//   very call (`in_hand`): the call never returned, so no answer comes;
+//   very call (`in_hand_`): the call never returned, so no answer comes;
 // - those the transport refused to take back, recorded by the transport's
 //   completion on its own thread, then taken by whichever scheduler owns
 //   the memory at that moment, never by a dead one's mailbox.
 //
-// The heap and `in_hand` belong to the scheduler that owns the memory; a
-// replacement only starts after the previous one is dead, so they never
-// have two users at once. The answers' part is shared with the transport's
-// threads and guarded by a mutex.
+// A consumer hands a redelivery over by putting it in the heap itself
+// (accept), on its own thread: the message is held the moment the call
+// returns, with no request to the scheduler and no answer back, and the
+// scheduler is woken only when the new due time comes before its timer.
+// A scheduler that died in between loses nothing: its replacement takes
+// over the heap. So the heap and the answers' part are guarded by one
+// mutex; `in_hand_` belongs to the owner alone (a replacement only starts
+// after the previous owner is dead).
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <caf/actor_addr.hpp>
@@ -46,9 +51,50 @@ class redelivery_memory : public std::enable_shared_from_this<redelivery_memory>
 public:
   using time_point = caf::actor_clock::time_point;
 
-  // Owned by the current scheduler only (see above).
-  delay_queue<time_point, pending_redelivery> waiting;
-  pending_redelivery in_hand;
+  // What accept() did with a consumer's message.
+  enum class accepted {
+    no,              // the owner emptied the memory for a stop: nothing would return it
+    yes,             // held; the owner wakes in time for it
+    yes_wake_owner,  // held, due before the owner's next wake-up: tell it to arm
+  };
+
+  // A consumer's hand-off, from any thread. `held` runs under the lock
+  // once the message is taken, before any timer can return it (the
+  // redelivery_scheduled event goes there, so that it always comes first).
+  template <class Held>
+  [[nodiscard]] accepted accept(time_point due, pending_redelivery msg, Held&& held) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (closed_)
+      return accepted::no;
+    held();
+    waiting_.push(due, std::move(msg));
+    if (!(due < wake_at_))
+      return accepted::yes;
+    wake_at_ = due; // one wake-up asked for: later hand-offs need none
+    return accepted::yes_wake_owner;
+  }
+
+  // The owner's own: keeps `msg` until `due`, even after a close (what a
+  // dead owner left, or a refused return).
+  void hold(time_point due, pending_redelivery msg);
+
+  // The owner's: removes and returns every message due at `now`, earliest
+  // first.
+  [[nodiscard]] std::vector<pending_redelivery> take_due(time_point now);
+
+  // The owner's: when to wake next, given the timer it has armed (if any).
+  // Returns the earliest due time when a timer must be armed for it, and
+  // remembers the wake-up, so that accept() knows which hand-offs need
+  // the owner woken sooner.
+  [[nodiscard]] std::optional<time_point> plan_wake(std::optional<time_point> armed);
+
+  // The owner's, at a stop: every message waiting, earliest first; from
+  // now on consumers' hand-offs are refused (the stop returns what waits,
+  // and nobody would return one that came later).
+  [[nodiscard]] std::vector<pending_redelivery> close_and_drain();
+
+  // How many wait for their due time.
+  [[nodiscard]] std::size_t waiting() const;
 
   // Makes `owner` the scheduler that the transport's answers wake (with a
   // returned_atom), and gives it what a dead owner left: the message it
@@ -62,13 +108,13 @@ public:
   // transport; the answer is recorded here and wakes the owner.
   template <class Send>
   void hand_back(pending_redelivery msg, Send&& send_back) {
-    in_hand = msg;
+    in_hand_ = msg;
     {
       std::lock_guard<std::mutex> guard(mutex_);
       ++returning_;
     }
     send_back(msg, answer_for(msg));
-    in_hand.reset(); // the call returned: its answer will come
+    in_hand_.reset(); // the call returned: its answer will come
   }
 
   // The refusals recorded since the last call, in the order they came.
@@ -89,7 +135,12 @@ public:
 private:
   completion answer_for(pending_redelivery msg);
 
+  pending_redelivery in_hand_; // the owner's alone
+
   mutable std::mutex mutex_;
+  delay_queue<time_point, pending_redelivery> waiting_; // guarded
+  time_point wake_at_ = time_point::max(); // guarded: the owner's next wake-up, as planned
+  bool closed_ = false;                  // guarded: emptied for a stop
   caf::actor_addr owner_;                // guarded
   std::size_t returning_ = 0;            // guarded: answers still to come
   bool wake_when_idle_ = false;          // guarded

@@ -25,7 +25,7 @@ completion reply_to(scheduler* self, Atom atom, Key key) {
 // Waits until `due`, counted as pending.
 void keep(scheduler* self, caf::actor_clock::time_point due, pending_redelivery msg) {
   self->state.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
-  self->state.memory->waiting.push(due, std::move(msg));
+  self->state.memory->hold(due, std::move(msg));
 }
 
 // Puts a message back on the endpoint's input queue. It no longer counts
@@ -90,8 +90,8 @@ void take_refused(scheduler* self) {
 // already. A timer armed for a later time becomes stale by generation.
 void arm(scheduler* self) {
   auto& st = self->state;
-  auto due = st.memory->waiting.next_due();
-  if (!due || (st.armed && st.armed_for <= *due))
+  auto due = st.memory->plan_wake(st.armed ? std::optional{st.armed_for} : std::nullopt);
+  if (!due)
     return;
   st.armed = true;
   st.armed_for = *due;
@@ -101,8 +101,8 @@ void arm(scheduler* self) {
 
 void fire_due(scheduler* self) {
   auto& st = self->state;
-  st.memory->waiting.pop_due(self->clock().now(),
-                             [&](pending_redelivery msg) { send_back(self, std::move(msg)); });
+  for (auto& msg : st.memory->take_due(self->clock().now()))
+    send_back(self, std::move(msg));
   arm(self);
 }
 
@@ -130,7 +130,7 @@ caf::error refusal(const bus::error& err) {
 void take_over(scheduler* self) {
   auto& st = self->state;
   auto left = st.memory->take_over(self->address());
-  auto held = left.size() + st.memory->waiting.size();
+  auto held = left.size() + st.memory->waiting();
   if (held > 0)
     st.rt->log().delayed_retry->warn("scheduler of endpoint '{}' takes over {} redeliveries from "
                                      "the one before it",
@@ -148,26 +148,25 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt,
   self->state.memory = std::move(memory);
   take_over(self);
   return {
+    // A hand-off to the broker's delay levels (a transport with delayed
+    // delivery); in memory, consumers put theirs in the memory themselves.
     [=](schedule_atom, pending_redelivery& msg, duration delay,
         announcement& notice) -> caf::result<ok_atom> {
       auto& st = self->state;
-      auto& transport = st.rt->transport();
-      if (transport.capabilities().delayed_delivery) {
-        // The broker holds it: it survives this process. Accepted once the
-        // broker confirmed it; it parks it for at least one delay unit, far
-        // longer than its confirmation takes to arrive.
-        auto id = st.next_handoff++;
-        auto reply = self->make_response_promise();
-        st.handoffs.emplace(id, handoff{reply, std::move(notice)});
-        transport.async_send_delayed(st.rt->name(), std::move(*msg), delay,
-                                     reply_to(self, held_atom::value, id));
-        return caf::delegated<ok_atom>{};
-      }
-      st.rt->counters().pending_redelivery.fetch_add(1, std::memory_order_relaxed);
-      st.rt->emit_prepared(notice); // before any timer can send it back
-      st.memory->waiting.push(self->clock().now() + delay, std::move(msg));
-      arm(self);
-      return ok_atom::value;
+      // The broker holds it: it survives this process. Accepted once the
+      // broker confirmed it; it parks it for at least one delay unit, far
+      // longer than its confirmation takes to arrive.
+      auto id = st.next_handoff++;
+      auto reply = self->make_response_promise();
+      st.handoffs.emplace(id, handoff{reply, std::move(notice)});
+      st.rt->transport().async_send_delayed(st.rt->name(), std::move(*msg), delay,
+                                            reply_to(self, held_atom::value, id));
+      return caf::delegated<ok_atom>{};
+    },
+    // A consumer put a message in the memory that is due before the timer.
+    [=](arm_atom) {
+      if (!self->state.stopping)
+        arm(self);
     },
     [=](held_atom, std::uint64_t id, result<void>& held) {
       auto& st = self->state;
@@ -204,7 +203,7 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt,
       take_refused(self); // first, while they can still wait: returned with the rest
       st.stopping = true;
       st.memory->wake_when_idle(); // before finish_if_done looks
-      auto left = st.memory->waiting.drain();
+      auto left = st.memory->close_and_drain();
       if (!left.empty())
         st.rt->log().delayed_retry->warn(
           "scheduler of endpoint '{}' stops with {} redeliveries pending; returning them to '{}' now",

@@ -9,11 +9,15 @@
 // broker that takes seconds to confirm (or is out of reach) holds no
 // thread, and many hand-offs are in flight at once.
 //
+// In memory, a consumer puts its redelivery in the endpoint's memory
+// itself (redelivery_memory::accept) and sends (arm_atom) only when it is
+// due before the scheduler's timer: no request, no answer, per message.
+//
 // Protocol: (schedule_atom, pending_redelivery, duration, announcement) ->
-// ok_atom once accepted (on a broker: once the broker confirmed it), or an
-// error of category scheduler_refusal. The announcement (null for none) is
-// the redelivery_scheduled event: the scheduler raises it as it accepts
-// the message, so the event always comes before the message can come back.
+// ok_atom once the broker confirmed it holds the message (a transport with
+// delayed delivery), or an error of category scheduler_refusal. The
+// announcement (null for none) is the redelivery_scheduled event: raised
+// as the message is accepted, before it can come back.
 // (stop_atom) sends everything still waiting back to the queue at once,
 // logs how many, answers ok_atom once the transport has answered for them
 // all, and quits, so the endpoint knows when they are all back. One the

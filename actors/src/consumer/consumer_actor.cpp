@@ -29,11 +29,13 @@ bool is_current(consumer* self, std::uint64_t tag) {
 } // namespace
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler, std::shared_ptr<ready_line> ready) {
+                             caf::actor scheduler, std::shared_ptr<redelivery_memory> redeliveries,
+                             std::shared_ptr<ready_line> ready) {
   auto& st = self->state;
   st.rt = std::move(rt);
   st.endpoint = std::move(endpoint);
   st.scheduler = std::move(scheduler);
+  st.redeliveries = std::move(redeliveries);
   st.ready = std::move(ready);
   const auto& seed = st.rt->config().jitter_seed;
   // A fixed seed still differs per consumer (its actor id), so that slots

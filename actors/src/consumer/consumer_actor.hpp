@@ -45,6 +45,7 @@
 namespace bus::detail {
 
 caf::behavior consumer_actor(consumer* self, endpoint_runtime_ptr rt, caf::actor endpoint,
-                             caf::actor scheduler, std::shared_ptr<ready_line> ready);
+                             caf::actor scheduler, std::shared_ptr<redelivery_memory> redeliveries,
+                             std::shared_ptr<ready_line> ready);
 
 } // namespace bus::detail

@@ -142,6 +142,47 @@ std::function<bool()> begin_handoff(consumer* self, ending_step step) {
   };
 }
 
+// Hands `copy` to the scheduler for `step`, to come back after `delay`,
+// raising `notice` (null for none) as it is accepted; then calls
+// accepted() or refused(error). In memory, the consumer puts it in the
+// endpoint's memory itself, and it is held when the call returns: no
+// request, no answer, and the scheduler is woken only if its timer is too
+// late for it. To a broker's delay levels it goes through the scheduler,
+// and is accepted once the broker confirmed it.
+template <class Accepted, class Refused>
+void hand_to_scheduler(consumer* self, ending_step step, pending_redelivery copy, duration delay,
+                       announcement notice, Accepted accepted, Refused refused) {
+  const auto& rt = runtime(self);
+  if (!rt.transport().capabilities().delayed_delivery) {
+    auto& pending = rt.counters().pending_redelivery;
+    pending.fetch_add(1, std::memory_order_relaxed); // before a timer can return it
+    auto held = self->state.redeliveries->accept(self->clock().now() + delay, std::move(copy),
+                                                 [&] { rt.emit_prepared(notice); });
+    if (held == redelivery_memory::accepted::no) {
+      pending.fetch_sub(1, std::memory_order_relaxed);
+      refused(caf::error(refusal_code(errc::transport_failure), scheduler_refusal,
+                         caf::make_message(std::string("the scheduler has stopped"))));
+      return;
+    }
+    if (held == redelivery_memory::accepted::yes_wake_owner)
+      self->send(self->state.scheduler, arm_atom::value);
+    accepted();
+    return;
+  }
+  auto answered = begin_handoff(self, step);
+  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), delay,
+                std::move(notice))
+    .then(
+      [=](ok_atom) {
+        if (answered())
+          accepted();
+      },
+      [=](caf::error& err) {
+        if (answered())
+          refused(err);
+      });
+}
+
 // How long a failed message that could be kept nowhere waits before the
 // error queue is tried again.
 constexpr duration park_delay = std::chrono::seconds(30);
@@ -155,18 +196,10 @@ void park_for_later(consumer* self) {
   const auto& cur = current(self);
   auto copy = std::make_shared<envelope>(
     with_pending_fault(*cur.item.message, *cur.fault, rt.config().limits));
-  auto answered = begin_handoff(self, ending_step::error_queue);
-  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy),
-                park_delay, announcement{})
-    .then(
-      [=](ok_atom) {
-        if (answered())
-          settle_and_report(self, outcome::scheduled);
-      },
-      [=](caf::error&) {
-        if (answered())
-          settle_and_report(self, outcome::requeue);
-      });
+  hand_to_scheduler(
+    self, ending_step::error_queue, std::move(copy), park_delay, announcement{},
+    [self] { settle_and_report(self, outcome::scheduled); },
+    [self](const caf::error&) { settle_and_report(self, outcome::requeue); });
 }
 
 void send_to_error_queue(consumer* self) {
@@ -349,25 +382,18 @@ void redeliver_later(consumer* self, const delayed_retry& a) {
     e.detail = "redelivery " + std::to_string(copy->delivery_count);
   });
   cur.redelivery = a;
-  auto answered = begin_handoff(self, ending_step::redelivery);
-  self->request(self->state.scheduler, caf::infinite, schedule_atom::value, std::move(copy), a.delay,
-                announcement(std::move(notice)))
-    .then(
-      [=](ok_atom) {
-        if (answered())
-          settle_and_report(self, outcome::scheduled);
-      },
-      [=](caf::error& err) {
-        if (!answered())
-          return;
-        if (!scheduler_refused_for_good(err)) {
-          hold_and_retry(self, ending_step::redelivery, refusal_text(self, err));
-          return;
-        }
-        fail_for_good(self, move_to_error{"the scheduler refused the redelivery: "
-                                            + refusal_text(self, err),
-                                          {}});
-      });
+  hand_to_scheduler(
+    self, ending_step::redelivery, std::move(copy), a.delay, announcement(std::move(notice)),
+    [self] { settle_and_report(self, outcome::scheduled); },
+    [self](const caf::error& err) {
+      if (!scheduler_refused_for_good(err)) {
+        hold_and_retry(self, ending_step::redelivery, refusal_text(self, err));
+        return;
+      }
+      fail_for_good(self, move_to_error{"the scheduler refused the redelivery: "
+                                          + refusal_text(self, err),
+                                        {}});
+    });
 }
 
 void fail_for_good(consumer* self, const move_to_error& a) {

@@ -18,6 +18,7 @@
 #include "bus/message_store.hpp"
 #include "bus/policy/action.hpp"
 #include "delivery_claim.hpp"
+#include "redelivery_memory.hpp"
 #include "endpoint_runtime.hpp"
 #include "ready_line.hpp"
 
@@ -73,6 +74,8 @@ struct consumer_state {
   endpoint_runtime_ptr rt;
   caf::actor endpoint;
   caf::actor scheduler;
+  // Where an in-memory redelivery waits: the consumer puts it there itself.
+  std::shared_ptr<redelivery_memory> redeliveries;
   std::mt19937_64 jitter; // draws for retry delays; seeded per consumer
   std::optional<current_delivery> current;
   // The endpoint's offers ahead, shared with it (ready_line.hpp); null
