@@ -91,3 +91,67 @@ TEST_CASE("the in-memory error queues replay where a message failed, and keep wh
   CHECK(*purged == 1);
   CHECK(t.depth("billing_error") == 0);
 }
+
+namespace {
+
+bus::envelope stream_event(std::string id) {
+  bus::envelope env;
+  env.message_id = std::move(id);
+  env.message_type = "t";
+  return env;
+}
+
+std::vector<std::string> ids_of(const bus::test::delivery_collector& got) {
+  std::vector<std::string> out;
+  for (const auto& d : got.items())
+    out.push_back(d.message->message_id);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("an in-memory stream starts a reader at its last message or at a time, by its clock") {
+  bus::in_memory_transport t;
+  auto now = bus::from_unix_ms(1'795'000'000'000);
+  t.set_clock([&] { return now; });
+  REQUIRE(t.declare_stream("audit", {}));
+  REQUIRE(t.send("audit", stream_event("e-0")));
+  now += std::chrono::minutes(1);
+  REQUIRE(t.send("audit", stream_event("e-1")));
+  REQUIRE(t.send("audit", stream_event("e-2")));
+  CHECK(t.stream_bounds("audit")->first == 0);
+  CHECK(t.stream_bounds("audit")->next == 3);
+  CHECK_FALSE(t.stream_bounds("nowhere"));
+
+  bus::test::delivery_collector last, since;
+  REQUIRE(t.consume_stream("last", "audit", bus::stream_start::last(), 10, last.handler()));
+  CHECK(ids_of(last) == std::vector<std::string>{"e-2"});
+  REQUIRE(t.consume_stream("since", "audit",
+                           bus::stream_start::at_time(now - std::chrono::seconds(30)), 10,
+                           since.handler()));
+  CHECK(ids_of(since) == std::vector<std::string>{"e-1", "e-2"});
+}
+
+TEST_CASE("an in-memory stream drops what is older than its max age, and its readers go on "
+          "from the oldest kept") {
+  bus::in_memory_transport t;
+  auto now = bus::from_unix_ms(1'795'000'000'000);
+  t.set_clock([&] { return now; });
+  REQUIRE(t.declare_stream("audit", bus::stream_retention{0, std::chrono::hours(1)}));
+  bus::test::delivery_collector slow;
+  REQUIRE(t.consume_stream("slow", "audit", bus::stream_start::first(), 1, slow.handler()));
+  REQUIRE(t.send("audit", stream_event("e-0")));
+  REQUIRE(t.send("audit", stream_event("e-1")));
+  now += std::chrono::hours(2);
+  REQUIRE(t.send("audit", stream_event("e-2")));
+  CHECK(t.stream_bounds("audit")->first == 2);
+  // e-1 went before the reader got to it: it goes on at e-2.
+  REQUIRE(t.ack(slow.items().at(0).tag));
+  CHECK(ids_of(slow) == std::vector<std::string>{"e-0", "e-2"});
+  CHECK(slow.items().at(1).stream_offset == 2);
+
+  auto negative = t.declare_stream("bad", bus::stream_retention{0, std::chrono::seconds(-5)});
+  REQUIRE_FALSE(negative);
+  CHECK(negative.error().message
+        == "stream 'bad': a stream's max age is -5 s; it must be positive, or zero for no limit");
+}

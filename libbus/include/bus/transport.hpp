@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bus/envelope.hpp"
 #include "bus/error.hpp"
+#include "bus/stream.hpp"
 
 namespace bus {
 
@@ -28,6 +30,9 @@ struct delivery {
   std::string queue;
   envelope_ptr message;
   bool redelivered = false; // the transport delivered this message before
+  // Its offset in the stream, for a stream reader's delivery
+  // (consume_stream); none for a queue's.
+  std::optional<std::uint64_t> stream_offset;
 };
 
 // How an asynchronous operation ended, called exactly once, on any thread:
@@ -59,6 +64,7 @@ struct transport_capabilities {
   bool durable = false;               // messages survive a restart of this process
   bool native_delivery_count = false; // the transport counts redeliveries itself
   bool delayed_delivery = false;      // send_delayed() holds messages outside this process
+  bool streams = false;               // declare_stream() and consume_stream() work
 };
 
 // A queue on the broker whose messages should move and do not: a RabbitMQ
@@ -121,13 +127,48 @@ public:
   virtual result<void> consume(const std::string& queue, std::size_t max_unacked,
                                delivery_handler on_delivery) = 0;
 
-  // Stops deliveries from `queue`: once cancel returns, its handler is not
+  // Stops deliveries from `queue` (or to a stream's `reader`, see
+  // consume_stream): once cancel returns, its handler is not
   // called again. Deliveries already made stay outstanding until they are
   // acknowledged or rejected. Must not be called from inside a handler.
   virtual void cancel(const std::string& queue) = 0;
 
-  // Puts `msg` on `queue`; errc::unknown_queue if it was never declared.
+  // Puts `msg` on `queue`, or appends it to a stream of that name;
+  // errc::unknown_queue if neither was declared.
   virtual result<void> send(const std::string& queue, envelope msg) = 0;
+
+  // Streams (bus/stream.hpp): append-only logs that many readers read,
+  // each from its own offset; send() and publish() append to them, and
+  // settling a reader's delivery removes nothing. Only for a transport
+  // whose capabilities() say streams; these defaults refuse.
+  //
+  // Creates `stream` unless it exists, keeping what `retention` allows.
+  // A queue of that name: errc::invalid_configuration.
+  virtual result<void> declare_stream(const std::string& stream,
+                                      const stream_retention& retention) {
+    (void)retention;
+    return error{errc::invalid_configuration,
+                 std::string(name()) + " has no streams (cannot declare '" + stream + "')"};
+  }
+  // Starts delivering the messages of `stream` to `on_delivery`, in offset
+  // order, from `start`, with at most `max_unacked` delivered and not yet
+  // settled, each delivery carrying its stream_offset. `reader` names this
+  // consumption (an endpoint): several readers read one stream, each on its
+  // own; cancel(reader) ends it as cancel(queue) ends a queue's.
+  // Settling a reader's delivery, by ack or reject, frees its place in
+  // max_unacked; a reject's requeue puts nothing back (the message stays
+  // in the stream: a reader that starts again from an offset before it
+  // reads it again). errc::duplicate for a reader that reads already.
+  virtual result<void> consume_stream(const std::string& reader, const std::string& stream,
+                                      const stream_start& start, std::size_t max_unacked,
+                                      delivery_handler on_delivery) {
+    (void)reader;
+    (void)start;
+    (void)max_unacked;
+    (void)on_delivery;
+    return error{errc::invalid_configuration,
+                 std::string(name()) + " has no streams (cannot read '" + stream + "')"};
+  }
 
   // Puts `msg` on `queue` once `delay` has passed, held by the transport
   // (a broker), so that it survives the death of this process. Only for a

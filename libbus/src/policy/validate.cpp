@@ -114,12 +114,18 @@ void check_schedule(const retry_schedule& schedule, bool redelivery, const std::
     problem(above_limit("max delay " + to_short_string(schedule.max_delay)));
 }
 
+// "endpoint scope, rule #2 on<http_error>(predicate): ", what a problem
+// of rule `i` starts with.
+std::string where_is(const rule_set& rules, std::optional<scope_level> scope, std::size_t i) {
+  return (scope ? std::string(to_string(*scope)) + " scope, " : std::string()) + rules.name_of(i)
+         + ": ";
+}
+
 void check_rules(const rule_set& rules, std::optional<scope_level> scope,
                  std::vector<std::string>& problems) {
   for (std::size_t i = 0; i < rules.rules().size(); ++i) {
     const rule& r = rules.rules()[i];
-    const std::string where = (scope ? std::string(to_string(*scope)) + " scope, " : std::string())
-                              + rules.name_of(i) + ": ";
+    const std::string where = where_is(rules, scope, i);
     if (!has_action(r))
       problems.push_back(
           where + "no action; end the chain with retry, redeliver, dead_letter or discard");
@@ -150,6 +156,24 @@ result<void> validate(const recoverability_scopes& scopes) {
                            scope_level::endpoint, scope_level::consumer}) {
     if (const auto* rules = scopes.find(scope))
       check_rules(*rules, scope, problems);
+  }
+  return verdict(problems);
+}
+
+result<void> validate_for_stream(const resolved_rules& resolved) {
+  std::vector<std::string> problems;
+  const auto& rules = resolved.rules;
+  for (std::size_t i = 0; i < rules.rules().size(); ++i) {
+    const rule& r = rules.rules()[i];
+    if (!r.retry && !r.redelivery)
+      continue;
+    const char* asks = r.retry && r.redelivery ? "retries and redelivers"
+                       : r.retry               ? "retries"
+                                               : "redelivers";
+    problems.push_back(where_is(rules, resolved.scope, i) + asks
+                       + ", which a message read from a stream may not (every reader would "
+                         "read it again); end the rule with dead_letter() or discard(), in a "
+                         "scope of the stream endpoint's own if the rule is shared");
   }
   return verdict(problems);
 }

@@ -232,3 +232,42 @@ TEST_CASE("the longest retry time of a configuration is its max retry time or a 
     CHECK(bus::longest_retry_time(config_of(r.configure, options)) == r.longest);
   }
 }
+
+TEST_CASE("a stream endpoint refuses every rule that retries or redelivers, naming each") {
+  bus::recoverability_scopes scopes;
+  scopes.add_resilience(bus::scope_level::bus, [](bus::policy_builder& p) {
+    p.on<http_error>().retry(3);
+    p.on<std::invalid_argument>().discard();
+    p.on_any().retry(2).then_redeliver();
+  });
+  const auto checked = bus::validate_for_stream(scopes.resolve());
+  REQUIRE_FALSE(checked);
+  CHECK(checked.error().code == bus::errc::invalid_configuration);
+  const std::string advice =
+      ", which a message read from a stream may not (every reader would read it again); end the "
+      "rule with dead_letter() or discard(), in a scope of the stream endpoint's own if the rule "
+      "is shared";
+  CHECK(checked.error().message
+        == "bus scope, rule #1 on<bus::test::http_error>(): retries" + advice
+             + "; bus scope, rule #3 on_any(): retries and redelivers" + advice);
+
+  scopes.add_resilience(bus::scope_level::endpoint,
+                        [](bus::policy_builder& p) { p.on_any().redeliver({1min}); });
+  const auto endpoint_scope = bus::validate_for_stream(scopes.resolve());
+  REQUIRE_FALSE(endpoint_scope);
+  CHECK(endpoint_scope.error().message == "endpoint scope, rule #1 on_any(): redelivers" + advice);
+}
+
+TEST_CASE("a stream endpoint takes rules that dead-letter, discard or trip a dependency") {
+  bus::recoverability_scopes scopes;
+  scopes.add_resilience(bus::scope_level::bus,
+                        [](bus::policy_builder& p) { p.on_any().retry(5).then_redeliver(); });
+  // The endpoint's own scope replaces the shared one as a whole.
+  scopes.add_resilience(bus::scope_level::endpoint, [](bus::policy_builder& p) {
+    p.on<http_error>().discard();
+    p.on<std::runtime_error>().trips("inventory-db").dead_letter();
+    p.on_any().dead_letter();
+  });
+  CHECK(bus::validate_for_stream(scopes.resolve()));
+  CHECK(bus::validate_for_stream(bus::recoverability_scopes{}.resolve())); // no rules: error queue
+}

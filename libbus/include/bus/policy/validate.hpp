@@ -28,6 +28,13 @@ namespace bus {
 // Every scope that defines rules, whether or not it wins resolution.
 [[nodiscard]] result<void> validate(const recoverability_scopes& scopes);
 
+// The rules that apply to an endpoint reading a stream, where a failed
+// message may be neither retried nor redelivered (bus/stream.hpp): refuses
+// every rule with an immediate retry or a redelivery tier, each named as
+// above ("bus scope, rule #1 on_any(): retries and redelivers, which ...").
+// Rules that dead-letter, discard or only trip a dependency pass.
+[[nodiscard]] result<void> validate_for_stream(const resolved_rules& rules);
+
 // A non-positive max_retry_time; a retry budget's mistakes (see
 // mistakes(const retry_budget_settings&)).
 [[nodiscard]] result<void> validate(const recoverability_options& options);
