@@ -6,6 +6,16 @@
 
 namespace bus::detail {
 
+namespace {
+
+// The registered name of a handler's type, for mistakes that name it.
+std::string type_name_of(const handler_slot& slot, const message_registry& registry) {
+  auto type = registry.find(slot.cpp_type);
+  return type ? type->name : std::string(slot.cpp_type.name());
+}
+
+} // namespace
+
 void complete(endpoint_definition& def) {
   if (def.error_queue.empty())
     def.error_queue = def.name + "_error";
@@ -35,6 +45,19 @@ std::vector<std::string> mistakes_in(const endpoint_definition& def,
     out.push_back(where + "the rate limit's threshold of consecutive failures must not be negative");
   if (def.rate_limit.wait_between_attempts.count() < 0)
     out.push_back(where + "the rate limit's wait between attempts must not be negative");
+  if (def.stream) {
+    const auto& reading = *def.stream;
+    if (reading.stream.empty())
+      out.push_back(where + "the stream it reads needs a non-empty name");
+    if (reading.stream == def.name || reading.stream == def.error_queue
+        || reading.stream == def.skipped_queue)
+      out.push_back(where + "the stream it reads must be named apart from the endpoint and its "
+                            "error and skipped queues");
+    if (auto bad = validate(reading.retention); !bad.empty())
+      out.push_back(where + bad);
+    if (def.masstransit || def.nservicebus)
+      out.push_back(where + "an endpoint that reads a stream speaks the bus's own envelope only");
+  }
   if (def.store) {
     const auto& o = def.outbox;
     if (o.retention.count() <= 0 || o.cleanup_interval.count() <= 0 || o.cleanup_batch == 0
@@ -87,8 +110,12 @@ std::vector<std::string> resolve_recoverability(endpoint_definition& def,
   auto options = shared_options;
   options.error_queue = def.error_queue;
   options.available.immediate_retries = def.immediate_retries;
-  // Every endpoint has a scheduler, so delayed delivery is always there.
-  options.available.delayed_delivery = true;
+  // Every endpoint has a scheduler, so delayed delivery is always there,
+  // but for a stream's reader: no retry of any kind (bus/stream.hpp), and a
+  // custom policy that asks for one ends the message in fault instead.
+  options.available.delayed_delivery = !def.stream;
+  if (def.stream)
+    options.available.immediate_retries = false;
   for (auto add_to : def.unrecoverable)
     add_to(options.unrecoverable);
   if (def.custom)
@@ -105,21 +132,25 @@ std::vector<std::string> resolve_recoverability(endpoint_definition& def,
       scopes.assign(scope_level::consumer, *slot.rules);
     auto config = make_recoverability_config(scopes, options);
     if (!config) {
-      auto type = registry.find(slot.cpp_type);
-      out.push_back("endpoint '" + def.name + "', handler of '"
-                    + (type ? type->name : std::string(slot.cpp_type.name()))
+      out.push_back("endpoint '" + def.name + "', handler of '" + type_name_of(slot, registry)
                     + "': " + config.error().message);
       continue;
     }
+    if (def.stream)
+      if (auto refused = validate_for_stream(scopes.resolve()); !refused) {
+        out.push_back("endpoint '" + def.name + "' reads the stream '" + def.stream->stream
+                      + "', handler of '" + type_name_of(slot, registry)
+                      + "': " + refused.error().message);
+        continue;
+      }
     slot.recoverability = std::make_shared<const recoverability_config>(std::move(*config));
     if (def.store && def.outbox.retention.count() > 0) {
       auto longest = longest_retry_time(*slot.recoverability);
       if (longest > def.outbox.retention) {
-        auto type = registry.find(slot.cpp_type);
         out.push_back("endpoint '" + def.name + "': its outbox keeps inbox records for "
                       + to_hms(def.outbox.retention) + ", but the handler of '"
-                      + (type ? type->name : std::string(slot.cpp_type.name()))
-                      + "' may retry a message for " + to_hms(longest)
+                      + type_name_of(slot, registry) + "' may retry a message for "
+                      + to_hms(longest)
                       + " after its first failure; keep them at least that long "
                         "(outbox_options::retention) or retry for less (max_retry_time, "
                         "max_time)");

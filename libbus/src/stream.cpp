@@ -6,11 +6,16 @@ namespace bus {
 
 std::string to_string(const stream_start& start) {
   switch (start.where) {
-    case stream_start::from::first: return "first";
-    case stream_start::from::last: return "last";
-    case stream_start::from::next: return "next";
-    case stream_start::from::offset: return "offset " + std::to_string(start.offset);
-    case stream_start::from::timestamp: return "time " + to_iso8601(start.time);
+    case stream_start::from::first:
+      return "first";
+    case stream_start::from::last:
+      return "last";
+    case stream_start::from::next:
+      return "next";
+    case stream_start::from::offset:
+      return "offset " + std::to_string(start.offset);
+    case stream_start::from::timestamp:
+      return "time " + to_iso8601(start.time);
   }
   return "next";
 }
@@ -23,7 +28,7 @@ std::string validate(const stream_retention& retention) {
 }
 
 stream_position::stream_position(std::optional<std::uint64_t> resume_at) noexcept
-  : resume_at_(resume_at) {}
+    : resume_at_(resume_at) {}
 
 bool stream_position::read(std::uint64_t offset) {
   if (last_read_ && offset <= *last_read_)
@@ -54,7 +59,9 @@ std::optional<std::uint64_t> stream_position::resume_at() const noexcept {
   return resume_at_;
 }
 
-std::size_t stream_position::unsettled() const noexcept { return open_.size(); }
+std::size_t stream_position::unsettled() const noexcept {
+  return open_.size();
+}
 
 std::uint64_t stream_position::lag(std::uint64_t tail) const noexcept {
   auto from = resume_at();

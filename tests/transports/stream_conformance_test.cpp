@@ -35,8 +35,7 @@ std::vector<std::uint64_t> offsets(const std::vector<bus::delivery>& ds) {
   return out;
 }
 
-template <class Fixture>
-void append(Fixture& f, const std::string& stream, int from, int to) {
+template <class Fixture> void append(Fixture& f, const std::string& stream, int from, int to) {
   for (int i = from; i < to; ++i)
     REQUIRE(f.transport->send(stream, event("e-" + std::to_string(i))));
 }
@@ -87,8 +86,8 @@ TEMPLATE_TEST_CASE("two readers read one stream from their own offsets, and an a
   CHECK(late.items()[2].stream_offset == first + 4);
 }
 
-TEMPLATE_TEST_CASE("a reader from 'next' reads only what is appended after it started",
-                   "[streams]", BUS_STREAM_TRANSPORTS) {
+TEMPLATE_TEST_CASE("a reader from 'next' reads only what is appended after it started", "[streams]",
+                   BUS_STREAM_TRANSPORTS) {
   TestType f;
   auto s = f.queue("audit");
   REQUIRE(f.transport->declare_stream(s, {}));
@@ -131,8 +130,7 @@ TEMPLATE_TEST_CASE("a cancelled reader gets nothing more, and reads again from a
   REQUIRE(f.transport->declare_stream(s, {}));
   append(f, s, 0, 3);
   delivery_collector before;
-  REQUIRE(f.transport->consume_stream(reader, s, bus::stream_start::first(), 10,
-                                      before.handler()));
+  REQUIRE(f.transport->consume_stream(reader, s, bus::stream_start::first(), 10, before.handler()));
   REQUIRE(before.wait_for(3));
   ack_all(*f.transport, before.items());
   const auto resume_at = before.items()[1].stream_offset.value() + 1; // e-1 the last settled
@@ -166,9 +164,8 @@ TEMPLATE_TEST_CASE("bad stream requests get a clear error", "[streams]", BUS_STR
   auto s = f.queue("audit");
   auto q = f.queue("billing");
   delivery_collector got;
-  auto undeclared =
-      f.transport->consume_stream(f.queue("r"), f.queue("nowhere"), bus::stream_start::first(), 1,
-                                  got.handler());
+  auto undeclared = f.transport->consume_stream(f.queue("r"), f.queue("nowhere"),
+                                                bus::stream_start::first(), 1, got.handler());
   REQUIRE_FALSE(undeclared);
   CHECK(undeclared.error().code == bus::errc::unknown_queue);
 
@@ -178,14 +175,14 @@ TEMPLATE_TEST_CASE("bad stream requests get a clear error", "[streams]", BUS_STR
   CHECK(over_a_queue.error().code == bus::errc::invalid_configuration);
 
   REQUIRE(f.transport->declare_stream(s, {}));
-  REQUIRE(f.transport->consume_stream(f.queue("r"), s, bus::stream_start::first(), 1,
-                                      got.handler()));
-  auto twice = f.transport->consume_stream(f.queue("r"), s, bus::stream_start::first(), 1,
-                                           got.handler());
+  REQUIRE(
+      f.transport->consume_stream(f.queue("r"), s, bus::stream_start::first(), 1, got.handler()));
+  auto twice =
+      f.transport->consume_stream(f.queue("r"), s, bus::stream_start::first(), 1, got.handler());
   REQUIRE_FALSE(twice);
   CHECK(twice.error().code == bus::errc::duplicate);
-  auto no_room = f.transport->consume_stream(f.queue("r2"), s, bus::stream_start::first(), 0,
-                                             got.handler());
+  auto no_room =
+      f.transport->consume_stream(f.queue("r2"), s, bus::stream_start::first(), 0, got.handler());
   REQUIRE_FALSE(no_room);
   CHECK(no_room.error().code == bus::errc::invalid_configuration);
   f.transport->cancel(f.queue("r"));

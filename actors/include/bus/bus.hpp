@@ -99,6 +99,16 @@ public:
   // Adds an endpoint; `configure` fills in its slots and handlers.
   bus_builder& endpoint(std::string name, const std::function<void(endpoint_builder&)>& configure);
 
+  // Adds an endpoint named `name` that reads the stream `stream` (issue
+  // 27): declared by the transport, read from the endpoint's own offset,
+  // e.start_from() the first time. A failed message may be neither retried
+  // nor redelivered (every reader of the stream would read another copy):
+  // a rule that asks for either refuses the build, naming the rule; a
+  // failure goes to the endpoint's error queue, or is discarded, and the
+  // reading goes on.
+  bus_builder& stream_endpoint(std::string name, std::string stream,
+                               const std::function<void(endpoint_builder&)>& configure);
+
   // Exception policies of the bus scope, for every endpoint that defines
   // none of its own. Without any, a failure goes to the error queue.
   // The parameterless form: on_any().retry().then_redeliver().

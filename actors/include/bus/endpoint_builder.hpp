@@ -27,6 +27,7 @@
 #include "bus/nservicebus.hpp"
 #include "bus/policy/recoverability.hpp"
 #include "bus/rate_limiter.hpp"
+#include "bus/stream.hpp"
 #include "bus/time.hpp"
 #include "bus/type_mapping.hpp"
 
@@ -108,6 +109,15 @@ struct outbox_options {
   std::size_t sweep_batch = 100;
 };
 
+// What a stream endpoint reads (issue 27, bus/stream.hpp): the stream,
+// where it starts when no offset of its own is stored, and the retention
+// the stream is declared with.
+struct stream_reading {
+  std::string stream;
+  stream_start start = stream_start::next();
+  stream_retention retention;
+};
+
 // Which threads run an endpoint's handlers.
 enum class handler_threads {
   // Each slot's consumer actor has a thread of its own (a detached actor):
@@ -123,7 +133,7 @@ enum class handler_threads {
 };
 
 struct endpoint_definition {
-  std::string name;          // also the name of its input queue
+  std::string name;          // also the name of its input queue (a stream endpoint: of its reader)
   std::size_t slots = 1;     // concurrency: handler executions at once (adaptive: its max)
   // Set: the limit within [min, max] adapts to the handlers' latency
   // (bus/concurrency_limit.hpp); `slots` is its max.
@@ -168,6 +178,10 @@ struct endpoint_definition {
   // that a rule of its handlers trips.
   std::vector<std::string> dependencies;
 
+  // Issue 27. Set: the endpoint reads this stream instead of a queue of its
+  // own; its rules may neither retry nor redeliver.
+  std::optional<stream_reading> stream;
+
   // Mistakes found while building (e.g. rules for a type with no handler),
   // reported when the bus is built.
   std::vector<std::string> mistakes;
@@ -188,6 +202,11 @@ struct endpoint_definition {
 class endpoint_builder {
 public:
   explicit endpoint_builder(std::string name) { def_.name = std::move(name); }
+  // An endpoint that reads `stream` (bus_builder::stream_endpoint).
+  endpoint_builder(std::string name, std::string stream) : endpoint_builder(std::move(name)) {
+    def_.stream.emplace();
+    def_.stream->stream = std::move(stream);
+  }
 
   // Handler executions at once. Must be at least 1.
   endpoint_builder& slots(std::size_t n) {
@@ -206,6 +225,26 @@ public:
     def_.adaptive = settings;
     return *this;
   }
+  // A stream endpoint's (bus_builder::stream_endpoint): where it starts
+  // reading the first time, and the retention its stream is declared with.
+  // Where it stored an offset of its own, it resumes there instead.
+  endpoint_builder& start_from(stream_start start) {
+    if (def_.stream)
+      def_.stream->start = start;
+    else
+      def_.mistakes.push_back("endpoint '" + def_.name
+                              + "': start_from() is for an endpoint that reads a stream");
+    return *this;
+  }
+  endpoint_builder& retention(stream_retention kept) {
+    if (def_.stream)
+      def_.stream->retention = kept;
+    else
+      def_.mistakes.push_back("endpoint '" + def_.name
+                              + "': retention() is for an endpoint that reads a stream");
+    return *this;
+  }
+
   // Which threads run the handlers: a thread per slot (the default, for
   // handlers that may block) or CAF's workers (for handlers that never do).
   // On CAF's test coordinator (the test harness) handlers always run inline,

@@ -71,6 +71,15 @@ bus_builder& bus_builder::endpoint(std::string name,
   return *this;
 }
 
+bus_builder& bus_builder::stream_endpoint(std::string name, std::string stream,
+                                          const std::function<void(endpoint_builder&)>& configure) {
+  endpoint_builder e(std::move(name), std::move(stream));
+  if (configure)
+    configure(e);
+  endpoints_.push_back(std::move(e).definition());
+  return *this;
+}
+
 bus_builder& bus_builder::add_resilience() {
   scopes_.add_resilience(scope_level::bus);
   return *this;

@@ -18,11 +18,19 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
   // endpoint's definition is the one place that knows it.
   queue_options endpoint_queue;
   endpoint_queue.dead_letter_queue = def.error_queue;
-  for (const auto* queue : {&def.name, &def.error_queue, &def.skipped_queue})
+  // A stream endpoint reads its stream, not a queue of its own name; what
+  // is published of its types is appended to the stream (once, however
+  // many endpoints read it).
+  const auto& input = def.stream ? def.stream->stream : def.name;
+  auto declared = def.stream ? t.declare_stream(input, def.stream->retention)
+                             : t.declare_queue_with(input, endpoint_queue);
+  if (!declared)
+    return declared.error();
+  for (const auto* queue : {&def.error_queue, &def.skipped_queue})
     if (auto ok = t.declare_queue_with(*queue, endpoint_queue); !ok)
       return ok.error();
   for (const auto& slot : def.handlers)
-    if (auto ok = t.subscribe(def.name, registry->find(slot.cpp_type)->name); !ok)
+    if (auto ok = t.subscribe(input, registry->find(slot.cpp_type)->name); !ok)
       return ok.error();
   // What MassTransit publishers send goes to an exchange per type; of
   // the types it handles only: the others name what it sends.
@@ -63,9 +71,14 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
   auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
                                                              e.status, run, std::move(settings));
   auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
-  auto consuming = t.consume(def.name, def.slots, [actor](delivery d) {
+  auto deliver = [actor](delivery d) {
     caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
-  });
+  };
+  // A stream's reader is named after its endpoint, so that the stop's
+  // cancel(def.name) ends it as it ends a queue's consumption.
+  auto consuming = def.stream ? t.consume_stream(def.name, input, def.stream->start, def.slots,
+                                                 std::move(deliver))
+                              : t.consume(def.name, def.slots, std::move(deliver));
   if (!consuming) {
     // The endpoint stops its consumers, scheduler and breaker, as in any
     // stop; the definition stays, so a later start can try again.

@@ -101,6 +101,12 @@ void message_bus::dispatch_async(const std::string& queue, result<message_body> 
 
 result<std::string> message_bus::dispatch_later(const std::string& queue, result<message_body> body,
                                                 send_options options, duration delay) {
+  // Shuttle.Esb's rule for streams (bus/stream.hpp): nothing is deferred
+  // to one.
+  if (impl_->transport->is_stream(queue))
+    return error{errc::invalid_configuration,
+                 "'" + queue + "' is a stream: a message cannot be deferred or scheduled to it, "
+                 "since every reader would read it when it comes; send it now"};
   auto env = stamp(queue, std::move(body), std::move(options));
   if (!env)
     return env.error();

@@ -150,6 +150,13 @@ public:
     return error{errc::invalid_configuration,
                  std::string(name()) + " has no streams (cannot declare '" + stream + "')"};
   }
+  // Whether `name` is a stream this transport declared (or knows of):
+  // for checks at the call, such as a deferred send's. Never blocks. This
+  // default knows none.
+  [[nodiscard]] virtual bool is_stream(const std::string& name) const {
+    (void)name;
+    return false;
+  }
   // Starts delivering the messages of `stream` to `on_delivery`, in offset
   // order, from `start`, with at most `max_unacked` delivered and not yet
   // settled, each delivery carrying its stream_offset. `reader` names this

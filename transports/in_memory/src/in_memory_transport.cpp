@@ -352,6 +352,11 @@ void in_memory_transport::take_readable(reader_state& r, std::vector<pending_cal
   }
 }
 
+bool in_memory_transport::is_stream(const std::string& name) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return streams_.count(name) != 0;
+}
+
 std::optional<in_memory_transport::stream_offsets>
 in_memory_transport::stream_bounds(const std::string& stream) const {
   std::lock_guard<std::mutex> guard(mutex_);

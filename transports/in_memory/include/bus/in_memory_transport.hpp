@@ -54,6 +54,7 @@ public:
                        delivery_handler on_delivery) override;
   void cancel(const std::string& queue) override;
   result<void> declare_stream(const std::string& stream, const stream_retention& retention) override;
+  [[nodiscard]] bool is_stream(const std::string& name) const override;
   result<void> consume_stream(const std::string& reader, const std::string& stream,
                               const stream_start& start, std::size_t max_unacked,
                               delivery_handler on_delivery) override;

@@ -1,0 +1,163 @@
+// Endpoints that read a stream (issue 27), on virtual time and the
+// in-memory transport's logs: each reads from its own offset, and a failed
+// message is never tried again.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bus/testing/harness.hpp"
+#include "support/sample_messages.hpp"
+
+using namespace std::chrono_literals;
+using bus::event_kind;
+using bus::test::order_placed;
+
+namespace {
+
+// Appends orders o-<from> .. o-<to - 1> to `stream`.
+void append(bus::testing::harness& h, const std::string& stream, int from, int to) {
+  for (int i = from; i < to; ++i)
+    REQUIRE(h.bus().send(stream, order_placed{"o-" + std::to_string(i), 1}));
+}
+
+std::vector<std::string> orders_of(const std::vector<order_placed>& seen) {
+  std::vector<std::string> out;
+  for (const auto& m : seen)
+    out.push_back(m.order_id);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a stream endpoint whose rules retry or redeliver does not build, naming rule and "
+          "endpoint") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .add_resilience([](bus::policy_builder& p) { p.on_any().retry(3).then_redeliver(); })
+      .stream_endpoint(
+          "projection", "audit",
+          [](bus::endpoint_builder& e) { e.handle<order_placed>([](const order_placed&) {}); })
+      // A queue endpoint keeps the bus's rules: only the stream's reader is refused.
+      .endpoint("billing", [](bus::endpoint_builder& e) {
+        e.handle<order_placed>([](const order_placed&) {});
+      });
+  auto built = b.build();
+  REQUIRE_FALSE(built);
+  CHECK(built.error().code == bus::errc::invalid_configuration);
+  CHECK_THAT(built.error().message,
+             Catch::Contains("endpoint 'projection' reads the stream 'audit', handler of "
+                             "'order_placed': bus scope, rule #1 on_any(): retries and "
+                             "redelivers, which a message read from a stream may not"));
+  CHECK_THAT(built.error().message, !Catch::Contains("'billing'"));
+}
+
+TEST_CASE("start_from and retention are for stream endpoints only") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").endpoint("billing", [](bus::endpoint_builder& e) {
+    e.start_from(bus::stream_start::first()).handle<order_placed>([](const order_placed&) {});
+  });
+  auto built = b.build();
+  REQUIRE_FALSE(built);
+  CHECK_THAT(built.error().message,
+             Catch::Contains("endpoint 'billing': start_from() is for an endpoint that reads a "
+                             "stream"));
+}
+
+TEST_CASE("two stream endpoints read one stream, each from its own start") {
+  bus::testing::harness h;
+  REQUIRE(h.transport().declare_stream("audit", {}));
+  for (int i = 0; i < 2; ++i)
+    REQUIRE(h.transport().send("audit", [&] {
+      bus::envelope env;
+      env.message_id = "early-" + std::to_string(i);
+      env.message_type = "order_placed";
+      env.body = bus::message_body::text(R"({"order_id":"early-)" + std::to_string(i)
+                                         + R"(","amount":1})");
+      return env;
+    }()));
+  std::vector<order_placed> replayed, followed;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .stream_endpoint("replay", "audit",
+                       [&](bus::endpoint_builder& e) {
+                         e.start_from(bus::stream_start::first())
+                             .handle<order_placed>(
+                                 [&](const order_placed& m) { replayed.push_back(m); });
+                       })
+      .stream_endpoint("follow", "audit", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m) { followed.push_back(m); });
+      });
+  h.start(b);
+  append(h, "audit", 0, 2);
+  // A publish of a type they handle is appended once, and read by both.
+  REQUIRE(h.bus().publish(order_placed{"o-2", 1}));
+  h.run();
+  CHECK(orders_of(replayed) == std::vector<std::string>{"early-0", "early-1", "o-0", "o-1", "o-2"});
+  CHECK(orders_of(followed) == std::vector<std::string>{"o-0", "o-1", "o-2"});
+  // Reading removes nothing.
+  CHECK(h.transport().stream_bounds("audit")->next == 5);
+  CHECK(h.stats("replay").handled == 5);
+  CHECK(h.stats("follow").handled == 3);
+}
+
+TEST_CASE("a failure on a stream goes to the error queue at once, and the reading goes on") {
+  bus::testing::harness h;
+  std::map<std::string, int> attempts;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed& m) {
+          ++attempts[m.order_id];
+          if (m.order_id == "o-1")
+            throw std::runtime_error("projection table locked");
+        });
+      });
+  h.start(b);
+  append(h, "audit", 0, 3);
+  h.advance_until_idle();
+  CHECK(attempts == std::map<std::string, int>{{"o-0", 1}, {"o-1", 1}, {"o-2", 1}});
+  auto failed = h.error_queue("projection");
+  REQUIRE(failed.size() == 1);
+  CHECK(h.events_of(event_kind::immediate_retry).empty());
+  CHECK(h.events_of(event_kind::redelivery_scheduled).empty());
+  CHECK(h.events_of(event_kind::dead_lettered).size() == 1);
+  CHECK(h.stats("projection").handled == 2);
+}
+
+TEST_CASE("a custom policy that asks a stream endpoint for a retry ends the message in fault") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+        e.recoverability_policy([](const bus::recoverability_config&, const bus::error_context&,
+                                   bus::random_source) -> bus::action {
+           return bus::delayed_retry{1min, {}};
+         }).handle<order_placed>([&](const order_placed&) { throw std::runtime_error("boom"); });
+      });
+  h.start(b);
+  append(h, "audit", 0, 1);
+  h.advance_until_idle();
+  CHECK(h.error_queue("projection").size() == 1);
+  CHECK(h.events_of(event_kind::redelivery_scheduled).empty());
+}
+
+TEST_CASE("a send scheduled to a stream is refused at the call") {
+  bus::testing::harness h;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([](const order_placed&) {});
+    });
+  auto& bus = h.start(b);
+  auto later = bus.send_after(1min, "audit", order_placed{"o-1", 1});
+  REQUIRE_FALSE(later);
+  CHECK(later.error().code == bus::errc::invalid_configuration);
+  CHECK_THAT(later.error().message, Catch::Contains("'audit' is a stream"));
+  h.advance_until_idle();
+  CHECK(h.transport().stream_bounds("audit")->next == 0);
+}
