@@ -31,6 +31,8 @@ class endpoint_instruments;
 
 namespace bus::detail {
 
+class stream_reader;
+
 // What outlives one run of an endpoint (a stop and a start again keep
 // counting), readable from any thread.
 struct endpoint_status {
@@ -81,6 +83,9 @@ public:
     // Where a handler's deferred messages go (ctx.defer); empty: to the
     // transport's own delayed delivery, refused where it has none.
     send_later_function send_later;
+    // A stream endpoint's reading (issue 27): its position, shown and
+    // saved as messages settle; null for a queue's endpoint.
+    std::shared_ptr<stream_reader> stream;
   };
 
   endpoint_runtime(endpoint_definition definition, std::shared_ptr<const message_registry> registry,

@@ -48,7 +48,7 @@ void keep_in_file(scheduler* self, const pending_redelivery& msg, const bus::err
   // One held back on its way to the error queue carries its fault already.
   auto fault = msg->headers.find(header::fault_pending)
                  ? fault_from_headers(*msg)
-                 : make_fault(rt, delivery{0, rt.name(), msg, false},
+                 : make_fault(rt, delivery{0, rt.name(), msg, false, std::nullopt},
                               exception_info{"none", "waiting for its redelivery"}, reason, 0);
   fault.reason = reason;
   auto file = append_dead_letter(rt.config().dead_letter_directory, rt.name(), *msg, fault);

@@ -3,6 +3,8 @@
 // message is never tried again.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,25 @@ namespace {
 void append(bus::testing::harness& h, const std::string& stream, int from, int to) {
   for (int i = from; i < to; ++i)
     REQUIRE(h.bus().send(stream, order_placed{"o-" + std::to_string(i), 1}));
+}
+
+// An order as another process would have appended it: a JSON body.
+bus::envelope order_text(const std::string& id) {
+  bus::envelope env;
+  env.message_id = id;
+  env.message_type = "order_placed";
+  env.body = bus::message_body::text(R"({"order_id":")" + id + R"(","amount":1})");
+  return env;
+}
+
+// What the offset file of `reader` in `stream` holds; empty if none.
+std::string saved_offset(const bus::testing::harness& h, const std::string& stream,
+                         const std::string& reader) {
+  std::ifstream in(std::filesystem::path(h.stream_offset_directory())
+                   / (stream + "." + reader + ".offset"));
+  std::string text;
+  std::getline(in, text);
+  return text;
 }
 
 std::vector<std::string> orders_of(const std::vector<order_placed>& seen) {
@@ -72,14 +93,7 @@ TEST_CASE("two stream endpoints read one stream, each from its own start") {
   bus::testing::harness h;
   REQUIRE(h.transport().declare_stream("audit", {}));
   for (int i = 0; i < 2; ++i)
-    REQUIRE(h.transport().send("audit", [&] {
-      bus::envelope env;
-      env.message_id = "early-" + std::to_string(i);
-      env.message_type = "order_placed";
-      env.body = bus::message_body::text(R"({"order_id":"early-)" + std::to_string(i)
-                                         + R"(","amount":1})");
-      return env;
-    }()));
+    REQUIRE(h.transport().send("audit", order_text("early-" + std::to_string(i))));
   std::vector<order_placed> replayed, followed;
   auto b = h.builder();
   b.message<order_placed>("order_placed")
@@ -160,4 +174,114 @@ TEST_CASE("a send scheduled to a stream is refused at the call") {
   CHECK_THAT(later.error().message, Catch::Contains("'audit' is a stream"));
   h.advance_until_idle();
   CHECK(h.transport().stream_bounds("audit")->next == 0);
+}
+
+TEST_CASE("a stream endpoint shows its offset and lag, and saves the offset as it moves") {
+  bus::testing::harness h;
+  std::map<std::string, bus::endpoint_stats> while_handling;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m) {
+        while_handling[m.order_id] = *h.bus().stats("projection");
+        if (m.order_id == "o-3")
+          throw std::runtime_error("projection table locked");
+      });
+    });
+  h.start(b);
+  CHECK(h.stats("projection").stream_offset == -1);
+  CHECK(saved_offset(h, "audit", "projection").empty());
+  append(h, "audit", 0, 5);
+  h.run();
+  // While o-2 runs, o-0 and o-1 are settled, and o-2 to o-4 are behind.
+  CHECK(while_handling["o-2"].stream_offset == 1);
+  CHECK(while_handling["o-2"].stream_lag == 3);
+  // A message on the error queue is settled as one handled is.
+  CHECK(h.error_queue("projection").size() == 1);
+  CHECK(h.stats("projection").stream_offset == 4);
+  CHECK(h.stats("projection").stream_lag == 0);
+  CHECK(saved_offset(h, "audit", "projection") == "4");
+}
+
+TEST_CASE("a stream endpoint started again resumes after its saved offset, skipping none and "
+          "reading none twice") {
+  bus::testing::harness h;
+  std::vector<std::string> first_run, second_run;
+  auto reader = [](std::vector<std::string>& seen) {
+    return [&seen](bus::endpoint_builder& e) {
+      e.start_from(bus::stream_start::first()).handle<order_placed>([&seen](const order_placed& m) {
+        seen.push_back(m.order_id);
+      });
+    };
+  };
+  auto b = h.builder();
+  b.message<order_placed>("order_placed").stream_endpoint("projection", "audit", reader(first_run));
+  h.start(b);
+  append(h, "audit", 0, 3);
+  h.run();
+  h.stop();
+  // Appended while nobody reads: another process's.
+  for (int i = 3; i < 5; ++i)
+    REQUIRE(h.transport().send("audit", order_text("o-" + std::to_string(i))));
+
+  auto again = h.builder();
+  again.message<order_placed>("order_placed")
+    .stream_endpoint("projection", "audit", reader(second_run));
+  h.start(again);
+  append(h, "audit", 5, 6);
+  h.run();
+  CHECK(first_run == std::vector<std::string>{"o-0", "o-1", "o-2"});
+  // start_from(first) is for the first start only: the saved offset wins.
+  CHECK(second_run == std::vector<std::string>{"o-3", "o-4", "o-5"});
+  CHECK(h.stats("projection").stream_offset == 5);
+  CHECK(h.logged("endpoint 'projection' resumes reading the stream 'audit' after offset 2"));
+}
+
+TEST_CASE("a stream endpoint whose offset file holds no offset does not start, naming the file") {
+  bus::testing::harness h;
+  std::filesystem::create_directories(h.stream_offset_directory());
+  std::ofstream(std::filesystem::path(h.stream_offset_directory()) / "audit.projection.offset")
+    << "forty-two\n";
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .stream_endpoint("projection", "audit", [](bus::endpoint_builder& e) {
+      e.handle<order_placed>([](const order_placed&) {});
+    });
+  CHECK_THROWS_WITH(h.start(b), Catch::Contains("audit.projection.offset' should hold a stream "
+                                                "offset, and holds 'forty-two'; remove it"));
+}
+
+TEST_CASE("a handler on a stream endpoint cannot defer to itself or to a stream") {
+  bus::testing::harness h;
+  std::vector<bus::result<std::string>> deferred;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+    .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        deferred.push_back(ctx.defer(1min, m));
+        deferred.push_back(ctx.defer(1min, "audit", m));
+        // Sending to a stream now is appending, which is allowed.
+        deferred.push_back(ctx.send("billing", m));
+      });
+    })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        deferred.push_back(ctx.defer(1min, "audit", m));
+      });
+    });
+  h.start(b);
+  append(h, "audit", 0, 1);
+  h.advance_until_idle();
+  REQUIRE(deferred.size() == 4);
+  REQUIRE_FALSE(deferred[0]);
+  CHECK_THAT(deferred[0].error().message,
+             Catch::Contains("endpoint 'projection' reads a stream: a message cannot be deferred"));
+  REQUIRE_FALSE(deferred[1]);
+  CHECK_THAT(deferred[1].error().message,
+             Catch::Contains("'audit' is a stream: a message cannot be deferred to it"));
+  CHECK(deferred[2]);
+  // From a queue's endpoint too.
+  REQUIRE_FALSE(deferred[3]);
+  CHECK(deferred[3].error().code == bus::errc::invalid_configuration);
+  CHECK(h.transport().stream_bounds("audit")->next == 1);
 }

@@ -151,6 +151,11 @@ public:
   // minimal fault headers: <directory>/<endpoint>.dead-letters.jsonl.
   // Default: ./bus-dead-letters.
   bus_builder& dead_letter_directory(std::string directory);
+  // Where stream endpoints keep their offsets (issue 27): one file per
+  // endpoint and stream, <directory>/<stream>.<endpoint>.offset, written
+  // each time the endpoint's position moves; a process started again
+  // resumes after it. Default: ./bus-stream-offsets.
+  bus_builder& stream_offset_directory(std::string directory);
   // Seeds the generator that jitters retry delays, for reproducible runs;
   // by default each consumer seeds from the operating system.
   bus_builder& jitter_seed(std::uint64_t seed);
@@ -224,6 +229,7 @@ private:
   event_observer observer_;
   span_observer span_observer_;
   std::string dead_letter_directory_ = "bus-dead-letters";
+  std::string stream_offset_directory_ = "bus-stream-offsets";
   std::map<std::string, dependency_breaker_settings> dependencies_;
   std::optional<std::string> metrics_address_;
   std::shared_ptr<prometheus::Registry> metrics_registry_;

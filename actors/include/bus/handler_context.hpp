@@ -31,15 +31,20 @@
 
 namespace bus {
 
+class transport;
+
 class handler_context {
 public:
   // `stopping`, if given, is the endpoint's stop flag (see stop_requested);
   // `transaction`, the attempt's store transaction on an endpoint with an
-  // outbox.
+  // outbox. `streams`, if given, tells the streams that nothing may be
+  // deferred to (issue 27), and `reads_stream` says that this endpoint
+  // reads one, so that nothing may be deferred to itself either.
   handler_context(const envelope& message, const message_registry& registry,
                   std::string endpoint, time_point now, int attempt,
                   const std::atomic<bool>* stopping = nullptr,
-                  store_transaction* transaction = nullptr);
+                  store_transaction* transaction = nullptr, const transport* streams = nullptr,
+                  bool reads_stream = false);
 
   [[nodiscard]] const envelope& message() const noexcept { return *message_; }
   [[nodiscard]] const std::string& message_id() const noexcept { return message_->message_id; }
@@ -115,6 +120,9 @@ public:
   // passed after the handler succeeded (a timeout, a reminder, a saga's
   // next step). Held as redeliveries are: by the bus's scheduler in memory,
   // by the broker's delay levels on RabbitMQ (it survives a restart there).
+  // Refused (errc::invalid_configuration) on an endpoint that reads a
+  // stream, and to a stream: every reader would read the message when it
+  // comes (bus/stream.hpp).
   template <class T>
   result<std::string> defer(duration delay, T msg, send_options options = {}) {
     return defer(delay, endpoint_, std::move(msg), std::move(options));
@@ -151,6 +159,8 @@ private:
   int attempt_;
   const std::atomic<bool>* stopping_;
   store_transaction* transaction_;
+  const transport* streams_;
+  bool reads_stream_;
   std::vector<outgoing_message> outbox_;
   std::exception_ptr verdict_;
 };

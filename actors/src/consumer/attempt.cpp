@@ -23,7 +23,8 @@ handler_context context_for(consumer* self) {
   const auto& rt = *self->state.rt;
   const auto& cur = *self->state.current;
   return handler_context(*cur.item.message, rt.registry(), rt.name(), cur.attempt_started, cur.attempt,
-                         &rt.run().stop_requested, cur.transaction.get());
+                         &rt.run().stop_requested, cur.transaction.get(), &rt.transport(),
+                         rt.definition().stream.has_value());
 }
 
 void run_attempt(consumer* self) {

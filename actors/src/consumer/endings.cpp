@@ -194,6 +194,17 @@ constexpr duration park_delay = std::chrono::seconds(30);
 void park_for_later(consumer* self) {
   const auto& rt = runtime(self);
   const auto& cur = current(self);
+  if (rt.definition().stream) {
+    // The scheduler would give a stream's message back to the stream,
+    // where every reader would read it again. It stays unsettled instead,
+    // behind the saved offset: the reader's next start reads it again and
+    // decides again.
+    rt.log().move_to_error->error("message {} stays unsettled in the stream read by endpoint "
+                                  "'{}'; it is read again when the endpoint starts again",
+                                  cur.item.message->message_id, rt.name());
+    settle_and_report(self, outcome::requeue);
+    return;
+  }
   auto copy = std::make_shared<envelope>(
     with_pending_fault(*cur.item.message, *cur.fault, rt.config().limits));
   hand_to_scheduler(

@@ -142,6 +142,11 @@ bus_builder& bus_builder::dead_letter_directory(std::string directory) {
   return *this;
 }
 
+bus_builder& bus_builder::stream_offset_directory(std::string directory) {
+  stream_offset_directory_ = std::move(directory);
+  return *this;
+}
+
 bus_builder& bus_builder::observe(event_observer observer) {
   if (!observer)
     return *this;
@@ -274,6 +279,7 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
   state->observer = observer_;
   state->spans = span_observer_;
   state->dead_letter_directory = dead_letter_directory_;
+  state->stream_offset_directory = stream_offset_directory_;
   state->dependencies = dependencies_;
   state->gates = detail::make_gates(dependencies_);
   state->deterministic =

@@ -49,7 +49,7 @@ detail::metrics::bus_view message_bus::impl::view() const {
     if (!e.removed)
       v.endpoints.push_back({name, e.definition.slots,
                              v.running && e.active() && !e.run->stop_requested.load(), e.status,
-                             e.definition.store != nullptr});
+                             e.definition.store != nullptr, e.definition.stream.has_value()});
   return v;
 }
 

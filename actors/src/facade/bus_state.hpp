@@ -92,6 +92,7 @@ struct message_bus::impl {
   std::optional<std::uint64_t> jitter_seed;
   event_observer observer;
   std::string dead_letter_directory;
+  std::string stream_offset_directory;
   span_observer spans;
   std::map<std::string, dependency_breaker_settings> dependencies; // as declared
   std::shared_ptr<const detail::dependency_gates> gates;           // one per declared dependency

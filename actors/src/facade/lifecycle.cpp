@@ -6,6 +6,7 @@
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
 #include "endpoint_actor.hpp"
+#include "stream/reader.hpp"
 #include "validation.hpp"
 
 namespace bus {
@@ -58,6 +59,15 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
   log_policies(def);
   auto run = std::make_shared<detail::endpoint_run>();
   auto budget = detail::budget_for(def, options, budgets);
+  // A stream endpoint resumes after the offset it saved, if any.
+  std::shared_ptr<detail::stream_reader> reader;
+  if (def.stream) {
+    auto opened = detail::stream_reader::open(def.name, input, stream_offset_directory, t,
+                                              e.status->counters, log);
+    if (!opened)
+      return opened.error();
+    reader = std::move(*opened);
+  }
   detail::endpoint_runtime::settings settings{limits,
                                               servicecontrol_headers,
                                               jitter_seed,
@@ -67,16 +77,20 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
                                               spans,
                                               gates,
                                               budget,
-                                              send_later()};
+                                              send_later(),
+                                              reader};
   auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
                                                              e.status, run, std::move(settings));
   auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
-  auto deliver = [actor](delivery d) {
+  auto deliver = [actor, reader](delivery d) {
+    if (reader && d.stream_offset)
+      reader->read(*d.stream_offset);
     caf::anon_send(actor, detail::deliver_atom::value, std::move(d));
   };
   // A stream's reader is named after its endpoint, so that the stop's
   // cancel(def.name) ends it as it ends a queue's consumption.
-  auto consuming = def.stream ? t.consume_stream(def.name, input, def.stream->start, def.slots,
+  auto consuming = def.stream ? t.consume_stream(def.name, input,
+                                                 reader->start(def.stream->start), def.slots,
                                                  std::move(deliver))
                               : t.consume(def.name, def.slots, std::move(deliver));
   if (!consuming) {

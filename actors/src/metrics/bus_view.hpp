@@ -24,6 +24,7 @@ struct endpoint_view {
   bool consuming = false; // started, not stopping, its actor alive
   std::shared_ptr<const endpoint_status> status;
   bool outbox = false;    // it has a message store: its outbox series exist
+  bool stream = false;    // it reads a stream: its offset and lag series exist
 };
 
 struct bus_view {

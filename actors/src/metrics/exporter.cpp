@@ -142,6 +142,12 @@ struct exporter::families {
                            "outbox's last sweep counted them")),
       outbox_pending_sends(gauge(r, "bus_outbox_pending_sends",
                                  "Their stored sends not yet out, as the last sweep counted them")),
+      stream_offset(gauge(r, "bus_stream_offset",
+                          "A stream endpoint's last offset with everything up to it settled, "
+                          "the one a restart resumes after; -1 before the first")),
+      stream_lag(gauge(r, "bus_stream_lag_messages",
+                       "Messages of the stream after the endpoint's offset, as of the last "
+                       "message it read or settled")),
       outbox_dispatch(histogram(r, "bus_outbox_dispatch_duration_seconds",
                                 "From the commit of a handler's transaction that stored sends "
                                 "to their mark as sent")),
@@ -185,6 +191,8 @@ struct exporter::families {
   Family<Gauge>& stalled;
   Family<Gauge>& outbox_pending;
   Family<Gauge>& outbox_pending_sends;
+  Family<Gauge>& stream_offset;
+  Family<Gauge>& stream_lag;
   Family<Histogram>& outbox_dispatch;
   Family<Histogram>& process;
   Family<Histogram>& send_to_start;
@@ -247,6 +255,10 @@ struct exporter::endpoint_series {
       outbox_pending = add(f.outbox_pending, l);
       outbox_pending_sends = add(f.outbox_pending_sends, l);
     }
+    if (e.stream) {
+      stream_offset = add(f.stream_offset, l);
+      stream_lag = add(f.stream_lag, l);
+    }
     if (auto inst = status->instruments) {
       instruments = inst;
       if (e.outbox)
@@ -303,6 +315,10 @@ struct exporter::endpoint_series {
       outbox_pending->Set(static_cast<double>(s.outbox_pending));
       outbox_pending_sends->Set(static_cast<double>(s.outbox_pending_sends));
     }
+    if (stream_offset) {
+      stream_offset->Set(static_cast<double>(s.stream_offset));
+      stream_lag->Set(static_cast<double>(s.stream_lag));
+    }
     if (outbox_dispatch.target)
       outbox_dispatch.push(instruments->outbox_dispatch);
     for (auto& h : handlers) {
@@ -328,6 +344,8 @@ struct exporter::endpoint_series {
   Gauge* dependency_paused = nullptr;
   Gauge* outbox_pending = nullptr;       // with an outbox only
   Gauge* outbox_pending_sends = nullptr; // with an outbox only
+  Gauge* stream_offset = nullptr;        // a stream endpoint's only
+  Gauge* stream_lag = nullptr;           // a stream endpoint's only
   histogram_link outbox_dispatch;        // with an outbox and instruments only
   std::vector<per_handler> handlers;
 };

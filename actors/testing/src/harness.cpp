@@ -1,5 +1,7 @@
 #include "bus/testing/harness.hpp"
 
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
@@ -13,6 +15,15 @@ namespace {
 caf::actor_system_config& on_test_coordinator(caf::actor_system_config& cfg) {
   cfg.set("scheduler.policy", caf::atom("testing"));
   return cfg;
+}
+
+// A fresh directory for one harness's stream offsets: a test's readers
+// must not resume where another test, or an earlier run, left off.
+std::string scratch_directory() {
+  auto pattern = (std::filesystem::temp_directory_path() / "bus-harness-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("cannot create a scratch directory from " + pattern);
+  return pattern;
 }
 
 } // namespace
@@ -29,6 +40,7 @@ struct harness::impl {
     std::make_shared<spdlog::sinks::ostream_sink_st>(log_text);
   std::vector<recorded_event> events;
   std::unique_ptr<message_bus> bus;
+  std::string stream_offsets = scratch_directory();
 
   // The earliest pending timer, if any.
   std::optional<caf::actor_clock::time_point> next_timer() {
@@ -71,9 +83,15 @@ harness::~harness() {
   }
   impl_->sched.clock().cancel_all();
   impl_->sched.run();
+  std::error_code ignored;
+  std::filesystem::remove_all(impl_->stream_offsets, ignored);
 }
 
 caf::actor_system& harness::system() { return impl_->system; }
+
+const std::string& harness::stream_offset_directory() const noexcept {
+  return impl_->stream_offsets;
+}
 
 in_memory_transport& harness::transport() { return *impl_->transport; }
 
@@ -82,6 +100,7 @@ bus_builder harness::builder() {
   b.transport(impl_->transport)
     .log_sinks({impl_->log_sink})
     .jitter_seed(42)
+    .stream_offset_directory(impl_->stream_offsets)
     .observe([state = impl_.get()](const bus_event& e) {
       // On the test coordinator's one thread: its clock is the event's time.
       recorded_event r{e, {}};

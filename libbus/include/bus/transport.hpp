@@ -157,6 +157,14 @@ public:
     (void)name;
     return false;
   }
+  // The offset of the last message appended to `stream`, as far as this
+  // transport knows without asking anyone (for a reader's lag); none when
+  // it does not know, or the stream is empty. Never blocks. This default
+  // knows none.
+  [[nodiscard]] virtual std::optional<std::uint64_t> stream_tail(const std::string& stream) const {
+    (void)stream;
+    return std::nullopt;
+  }
   // Starts delivering the messages of `stream` to `on_delivery`, in offset
   // order, from `start`, with at most `max_unacked` delivered and not yet
   // settled, each delivery carrying its stream_offset. `reader` names this

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 
 #include "support/eventually.hpp"
 #include "support/real_threads_bus.hpp"
+#include "support/scratch_directory.hpp"
 
 using namespace std::chrono_literals;
 
@@ -28,6 +30,18 @@ std::map<std::string, std::set<std::string>> families_of(prometheus::Registry& r
         labels.insert(l.name);
   }
   return out;
+}
+
+// The value of the gauge `name` of the endpoint `endpoint`; none if absent.
+std::optional<double> gauge_of(prometheus::Registry& r, const std::string& name,
+                               const std::string& endpoint) {
+  for (const auto& family : r.Collect())
+    if (family.name == name)
+      for (const auto& metric : family.metric)
+        for (const auto& l : metric.label)
+          if (l.name == "messaging_destination_name" && l.value == endpoint)
+            return metric.gauge.value;
+  return std::nullopt;
 }
 
 double counter_value(prometheus::Registry& r, const std::string& name) {
@@ -90,11 +104,13 @@ TEST_CASE("the bus registers its families, named after OpenTelemetry or with bus
     {"bus_transport_connected", system},
     {"messaging_client_operation_duration_seconds", {"messaging_system", "messaging_operation_name"}},
   };
-  // Families with series only on an endpoint with an outbox: absent here
-  // (tests/stores/outbox_metrics_test.cpp checks them), documented all the same.
-  const std::vector<std::string> outbox_only{"bus_outbox_pending_messages",
-                                             "bus_outbox_pending_sends",
-                                             "bus_outbox_dispatch_duration_seconds"};
+  // Families with series only on an endpoint with an outbox
+  // (tests/stores/outbox_metrics_test.cpp checks them) or one that reads a
+  // stream (stream_endpoint_test.cpp): absent here, documented all the same.
+  const std::vector<std::string> not_here{"bus_outbox_pending_messages",
+                                          "bus_outbox_pending_sends",
+                                          "bus_outbox_dispatch_duration_seconds",
+                                          "bus_stream_offset", "bus_stream_lag_messages"};
   CHECK(families_of(*registry) == expected);
 
   // docs/metrics.md documents every family.
@@ -106,7 +122,7 @@ TEST_CASE("the bus registers its families, named after OpenTelemetry or with bus
     INFO(name);
     CHECK(text.str().find("`" + name) != std::string::npos);
   }
-  for (const auto& name : outbox_only) {
+  for (const auto& name : not_here) {
     INFO(name);
     CHECK(text.str().find("`" + name) != std::string::npos);
   }
@@ -154,5 +170,30 @@ TEST_CASE("a removed endpoint's series leave the registry, and the others stay",
   REQUIRE(bus->remove_endpoint("audit"));
   CHECK(bus::test::eventually([&] { return series_of_endpoint(*registry, "audit") == 0; }, 10s));
   CHECK(series_of_endpoint(*registry, "billing") == billing);
+  bus->stop();
+}
+
+TEST_CASE("an endpoint that reads a stream has its offset and lag as gauges, and only that one",
+          "[metrics]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  bus::test::real_threads_bus rig;
+  bus::test::scratch_directory offsets;
+  auto b = rig.builder();
+  b.metrics_registry(registry, 20ms).stream_offset_directory(offsets.file("offsets"));
+  b.stream_endpoint("projection", "audit", [](bus::endpoint_builder& e) {
+     e.handle<bus::test::order_placed>([](const bus::test::order_placed&) {});
+   }).endpoint("billing", [](bus::endpoint_builder& e) {
+    e.handle<bus::test::order_placed>([](const bus::test::order_placed&) {});
+  });
+  auto bus = rig.build(b);
+  REQUIRE(bus->start());
+  REQUIRE(bus::test::eventually(
+    [&] { return gauge_of(*registry, "bus_stream_offset", "projection") == -1.0; }, 10s));
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(bus->send("audit", bus::test::order_placed{"o-" + std::to_string(i), 1.0}));
+  CHECK(bus::test::eventually(
+    [&] { return gauge_of(*registry, "bus_stream_offset", "projection") == 2.0; }, 10s));
+  CHECK(gauge_of(*registry, "bus_stream_lag_messages", "projection") == 0.0);
+  CHECK_FALSE(gauge_of(*registry, "bus_stream_offset", "billing"));
   bus->stop();
 }

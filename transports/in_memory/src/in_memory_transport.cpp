@@ -357,6 +357,13 @@ bool in_memory_transport::is_stream(const std::string& name) const {
   return streams_.count(name) != 0;
 }
 
+std::optional<std::uint64_t> in_memory_transport::stream_tail(const std::string& stream) const {
+  auto bounds = stream_bounds(stream);
+  if (!bounds || bounds->next == 0)
+    return std::nullopt;
+  return bounds->next - 1;
+}
+
 std::optional<in_memory_transport::stream_offsets>
 in_memory_transport::stream_bounds(const std::string& stream) const {
   std::lock_guard<std::mutex> guard(mutex_);

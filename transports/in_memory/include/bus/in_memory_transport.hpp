@@ -55,6 +55,7 @@ public:
   void cancel(const std::string& queue) override;
   result<void> declare_stream(const std::string& stream, const stream_retention& retention) override;
   [[nodiscard]] bool is_stream(const std::string& name) const override;
+  [[nodiscard]] std::optional<std::uint64_t> stream_tail(const std::string& stream) const override;
   result<void> consume_stream(const std::string& reader, const std::string& stream,
                               const stream_start& start, std::size_t max_unacked,
                               delivery_handler on_delivery) override;

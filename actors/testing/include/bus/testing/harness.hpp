@@ -47,9 +47,12 @@ public:
   // The actor system, on the test coordinator: spawn your own actors here.
   [[nodiscard]] caf::actor_system& system();
   [[nodiscard]] in_memory_transport& transport();
+  // Where the builder's stream endpoints keep their offsets.
+  [[nodiscard]] const std::string& stream_offset_directory() const noexcept;
 
   // A builder on this harness's system and transport, recording events and
-  // logs, with jitter seeded for reproducible delays.
+  // logs, with jitter seeded for reproducible delays, and stream offsets
+  // kept in a directory of the harness's own (removed with it).
   [[nodiscard]] bus_builder builder();
 
   // Builds and starts the bus; throws std::runtime_error with the

@@ -1,0 +1,43 @@
+// Where a stream endpoint keeps its offset when no message store does
+// (issue 27): one small file per reader and stream, holding the last
+// offset with everything up to it settled, in decimal. RabbitMQ 3.10 keeps
+// no offsets for AMQP 0.9.1 readers, and the in-memory transport none at
+// all, so the bus keeps its own.
+//
+// Each save writes a new file and renames it over the old one, so a reader
+// of the file sees the old offset or the new one, never half of either;
+// a killed process loses nothing it saved. Nothing is synced to disk: a
+// machine that crashes may come back with an older offset, which reads
+// some messages again and skips none.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "bus/error.hpp"
+
+namespace bus::detail {
+
+class stream_offset_file {
+public:
+  // <directory>/<stream>.<reader>.offset; the directory is created on the
+  // first save.
+  stream_offset_file(std::string directory, const std::string& stream, const std::string& reader);
+
+  // The offset saved last; none if nothing was ever saved. A file that
+  // holds anything but an offset is an error naming it, not "none": a
+  // reader that started over from its start_from would read again, or
+  // skip, what the file was there to remember.
+  [[nodiscard]] result<std::optional<std::uint64_t>> load() const;
+
+  [[nodiscard]] result<void> save(std::uint64_t committed) const;
+
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+private:
+  std::string directory_;
+  std::string path_;
+};
+
+} // namespace bus::detail
