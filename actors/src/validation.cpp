@@ -114,8 +114,10 @@ std::vector<std::string> resolve_recoverability(endpoint_definition& def,
   // but for a stream's reader: no retry of any kind (bus/stream.hpp), and a
   // custom policy that asks for one ends the message in fault instead.
   options.available.delayed_delivery = !def.stream;
-  if (def.stream)
+  if (def.stream) {
     options.available.immediate_retries = false;
+    options.available.reads_stream = true;
+  }
   for (auto add_to : def.unrecoverable)
     add_to(options.unrecoverable);
   if (def.custom)

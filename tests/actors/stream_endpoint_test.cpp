@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bus/header_names.hpp"
 #include "bus/testing/harness.hpp"
 #include "support/sample_messages.hpp"
 
@@ -156,8 +157,12 @@ TEST_CASE("a custom policy that asks a stream endpoint for a retry ends the mess
   h.start(b);
   append(h, "audit", 0, 1);
   h.advance_until_idle();
-  CHECK(h.error_queue("projection").size() == 1);
+  REQUIRE(h.error_queue("projection").size() == 1);
   CHECK(h.events_of(event_kind::redelivery_scheduled).empty());
+  // Its reason says why in a stream's words, not a transport's.
+  auto reason = std::string(*h.error_queue("projection")[0]->headers.find(bus::header::fault_reason));
+  CHECK_THAT(reason, Catch::Contains("cannot be carried out: a message read from a stream may be "
+                                     "neither retried nor redelivered"));
 }
 
 TEST_CASE("a send scheduled to a stream is refused at the call") {

@@ -13,6 +13,9 @@ namespace bus {
 
 namespace {
 
+constexpr const char* stream_refusal =
+  "a message read from a stream may be neither retried nor redelivered";
+
 move_to_error to_error(const recoverability_config& config, std::string reason) {
   return move_to_error{std::move(reason), config.options.error_queue};
 }
@@ -89,9 +92,11 @@ std::string exhausted(const rule& r, const capabilities& available, int retries,
   std::string reason = "retries exhausted after " + count_of(total, "attempt", "attempts") + " ("
                        + count_of(retries, "immediate retry", "immediate retries") + ", "
                        + count_of(redeliveries, "redelivery", "redeliveries") + ")";
-  if (r.retry && !available.immediate_retries)
+  if (available.reads_stream && (r.retry || r.redelivery))
+    reason += "; " + std::string(stream_refusal);
+  else if (r.retry && !available.immediate_retries)
     reason += "; immediate retries are not available on this endpoint";
-  if (r.redelivery && !available.delayed_delivery)
+  else if (r.redelivery && !available.delayed_delivery)
     reason += "; the transport has no delayed delivery";
   return reason;
 }
@@ -214,6 +219,8 @@ action apply_capabilities(action decided, const recoverability_config& config) {
 
     action operator()(immediate_retry r) const {
       r.delay = bounded_delay(r.delay, r.clamped_from);
+      if (config.options.available.reads_stream)
+        return to_error(config, describe(action{r}) + " cannot be carried out: " + stream_refusal);
       if (!config.options.available.immediate_retries)
         return to_error(config, describe(action{r})
                                     + " cannot be carried out: immediate retries are not available "
@@ -222,6 +229,8 @@ action apply_capabilities(action decided, const recoverability_config& config) {
     }
     action operator()(delayed_retry r) const {
       r.delay = bounded_delay(r.delay, r.clamped_from);
+      if (config.options.available.reads_stream)
+        return to_error(config, describe(action{r}) + " cannot be carried out: " + stream_refusal);
       if (!config.options.available.delayed_delivery)
         return to_error(config,
                         describe(action{r})

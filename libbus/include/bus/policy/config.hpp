@@ -38,6 +38,9 @@ using custom_policy =
 struct capabilities {
   bool immediate_retries = true; // off: e.g. the endpoint disabled in-process retries
   bool delayed_delivery = true;  // off: the transport cannot schedule a redelivery
+  // The endpoint reads a stream (bus/stream.hpp): both of the above are
+  // off, and a refusal says why in these words.
+  bool reads_stream = false;
 };
 
 // Exception types that go to the error queue at once, whatever the rules
