@@ -202,6 +202,17 @@ void send_outgoing(const endpoint_runtime& rt, outgoing_message out, completion 
 }
 
 void settle(const endpoint_runtime& rt, const delivery& d, outcome result) {
+  // A stream keeps the message whatever happens; what moves is the
+  // reader's position, and only for an ending that is final. One given
+  // back (a stop) stays behind the saved offset: read again after a
+  // restart. Saved before the ack, which lets the next message come: a
+  // process killed in between handles again only the one it was on.
+  if (auto* reader = rt.config().stream.get(); reader && d.stream_offset) {
+    auto final = result == outcome::handled || result == outcome::dead_lettered
+                 || result == outcome::discarded || result == outcome::skipped;
+    if (final)
+      reader->settled(*d.stream_offset);
+  }
   auto& c = rt.counters();
   auto relaxed = std::memory_order_relaxed;
   auto settled = result == outcome::stale     ? bus::result<void>{}
@@ -221,16 +232,6 @@ void settle(const endpoint_runtime& rt, const delivery& d, outcome result) {
     case outcome::held: break; // never settled: the endpoint keeps it
   }
   c.in_flight.fetch_sub(1, relaxed);
-  // A stream keeps the message whatever happens; what moves is the
-  // reader's position, and only for an ending that is final. One given
-  // back (a stop) stays behind the saved offset: read again after a
-  // restart.
-  if (auto* reader = rt.config().stream.get(); reader && d.stream_offset) {
-    auto final = result == outcome::handled || result == outcome::dead_lettered
-                 || result == outcome::discarded || result == outcome::skipped;
-    if (final)
-      reader->settled(*d.stream_offset);
-  }
   if (result == outcome::requeue || result == outcome::stale)
     rt.emit(event_kind::requeued, *d.message);
 }

@@ -10,11 +10,19 @@
 // flight) and writes its counters as a "stats" line. The test kills the
 // first instance with SIGKILL, which leaves no chance for any of that. A
 // probe with crash_process set makes it exit at once with status 3.
+//
+// With BUS_FAULT_WORKER_STREAM set, the endpoint reads that stream from its
+// first message instead (stream_kill_test.cpp), keeping its offset in
+// BUS_FAULT_WORKER_OFFSETS, each handler call taking
+// BUS_FAULT_WORKER_HANDLER_MS; a failure goes to the error queue at once,
+// as on every stream.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <pthread.h>
@@ -95,6 +103,9 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
   caf::actor_system_config cfg;
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system sys{cfg};
+  const char* stream = std::getenv("BUS_FAULT_WORKER_STREAM");
+  const char* pause_ms = std::getenv("BUS_FAULT_WORKER_HANDLER_MS");
+  const auto pause = std::chrono::milliseconds(pause_ms ? std::atoi(pause_ms) : 0);
   bus::bus_builder b{sys};
   b.name("fault-worker")
       .transport(*transport)
@@ -102,33 +113,42 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
       .observe([&ledger](const bus::bus_event& e) {
         if (auto kind = ledger_kind(e.kind))
           ledger.write(kind, e.message_id, e.delivery_count, e.attempt);
-      })
-      .add_resilience([](bus::policy_builder& p) {
-        p.on_any()
-            .retry(policy::immediate_retries, policy::retry_delay, bus::backoff::constant)
-            .jitter(false)
-            .then_redeliver(policy::redelivery_delays)
-            .jitter(false);
-      })
-      .endpoint(endpoint, [&](bus::endpoint_builder& e) {
-        e.slots(slots).handle<fault_probe>([&](const fault_probe& m, bus::handler_context& ctx) {
-          // The bus's message id, not the probe's: the test matches events,
-          // attempts and the error queue by the id it sent.
-          if (m.crash_process) {
-            ledger.write("crash", ctx.message_id(), ctx.delivery_count(), ctx.attempt());
-            std::_Exit(3); // no stop, no ack: the broker returns the delivery
-          }
-          bool fails = static_cast<int>(ctx.delivery_count()) < m.failing_deliveries
-                       || (static_cast<int>(ctx.delivery_count()) == m.failing_deliveries
-                           && ctx.attempt() <= m.failing_attempts);
-          ledger.write("attempt", ctx.message_id(), ctx.delivery_count(), ctx.attempt(),
-                       fails ? "failed=1" : "failed=0");
-          if (fails)
-            throw planned_failure("planned failure of " + m.id + " in delivery "
-                                  + std::to_string(ctx.delivery_count()) + ", attempt "
-                                  + std::to_string(ctx.attempt()));
-        });
       });
+  auto handle = [&](const fault_probe& m, bus::handler_context& ctx) {
+    std::this_thread::sleep_for(pause);
+    // The bus's message id, not the probe's: the test matches events,
+    // attempts and the error queue by the id it sent.
+    if (m.crash_process) {
+      ledger.write("crash", ctx.message_id(), ctx.delivery_count(), ctx.attempt());
+      std::_Exit(3); // no stop, no ack: the broker returns the delivery
+    }
+    bool fails = static_cast<int>(ctx.delivery_count()) < m.failing_deliveries
+                 || (static_cast<int>(ctx.delivery_count()) == m.failing_deliveries
+                     && ctx.attempt() <= m.failing_attempts);
+    ledger.write("attempt", ctx.message_id(), ctx.delivery_count(), ctx.attempt(),
+                 fails ? "failed=1" : "failed=0");
+    if (fails)
+      throw planned_failure("planned failure of " + m.id + " in delivery "
+                            + std::to_string(ctx.delivery_count()) + ", attempt "
+                            + std::to_string(ctx.attempt()));
+  };
+  if (stream) {
+    const char* offsets = std::getenv("BUS_FAULT_WORKER_OFFSETS");
+    b.stream_offset_directory(offsets ? offsets : "bus-stream-offsets")
+      .stream_endpoint(endpoint, stream, [&](bus::endpoint_builder& e) {
+        e.start_from(bus::stream_start::first()).slots(slots).handle<fault_probe>(handle);
+      });
+  } else {
+    b.add_resilience([](bus::policy_builder& p) {
+       p.on_any()
+         .retry(policy::immediate_retries, policy::retry_delay, bus::backoff::constant)
+         .jitter(false)
+         .then_redeliver(policy::redelivery_delays)
+         .jitter(false);
+     }).endpoint(endpoint, [&](bus::endpoint_builder& e) {
+      e.slots(slots).handle<fault_probe>(handle);
+    });
+  }
   auto built = b.build();
   if (!built) {
     std::fprintf(stderr, "fault worker: %s\n", built.error().message.c_str());

@@ -51,9 +51,11 @@ function(bus_rabbitmq_test_binary name)
                TIMEOUT 90)
 endfunction()
 
-# The conformance suite, compiled again with the RabbitMQ fixture.
+# The conformance suites, of queues and of streams, compiled again with the
+# RabbitMQ fixture.
 bus_rabbitmq_test_binary(rabbitmq_conformance
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/conformance_rabbitmq.cpp)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/conformance_rabbitmq.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/stream_conformance_rabbitmq.cpp)
 
 bus_rabbitmq_test_binary(rabbitmq_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_test.cpp
@@ -109,6 +111,7 @@ set_tests_properties("rabbitmq_restart: stop the restarted broker" PROPERTIES
 
 add_executable(rabbitmq_fault_tests
   ${CMAKE_CURRENT_LIST_DIR}/consumer_kill_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/stream_kill_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/poison_message_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/broker_restart_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/readiness_test.cpp

@@ -42,8 +42,32 @@ result<void> consumer_pump::consume(const std::string& queue, std::size_t max_un
     return error{errc::invalid_configuration, "consuming '" + queue + "' needs a handler"};
   consume_command c;
   c.queue = queue;
+  c.source = queue;
   c.max_unacked = max_unacked;
   c.handler = std::make_shared<const delivery_handler>(std::move(on_delivery));
+  return submit(std::move(c));
+}
+
+result<void> consumer_pump::consume_stream(const std::string& reader, const std::string& stream,
+                                           const stream_start& start, std::size_t max_unacked,
+                                           delivery_handler on_delivery) {
+  if (reader.empty() || stream.empty())
+    return error{errc::invalid_configuration, "reading a stream needs a stream and a reader name"};
+  if (max_unacked == 0)
+    return error{errc::invalid_configuration,
+                 "reading '" + stream + "' needs at least one unacknowledged delivery"};
+  if (!on_delivery)
+    return error{errc::invalid_configuration, "reading '" + stream + "' needs a handler"};
+  consume_command c;
+  c.queue = reader;
+  c.source = stream;
+  c.stream_from = start;
+  c.max_unacked = max_unacked;
+  c.handler = std::make_shared<const delivery_handler>(std::move(on_delivery));
+  return submit(std::move(c));
+}
+
+result<void> consumer_pump::submit(consume_command c) {
   c.deadline = clock::now() + settings_.operation_timeout;
   c.done = std::make_shared<std::promise<result<void>>>();
   auto outcome = c.done->get_future();
@@ -51,12 +75,21 @@ result<void> consumer_pump::consume(const std::string& queue, std::size_t max_un
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopping_)
       return error{errc::transport_failure, "the RabbitMQ transport is closing"};
-    if (!consumed_.insert(queue).second)
-      return error{errc::duplicate, "queue '" + queue + "' already has a consumer"};
+    if (!consumed_.insert(c.queue).second)
+      return error{errc::duplicate, (c.stream_from ? "reader '" : "queue '") + c.queue
+                                      + "' already has a consumer"};
     commands_.push_back(std::move(c));
   }
   loop_.wake();
   return outcome.get();
+}
+
+std::optional<std::uint64_t> consumer_pump::stream_tail(const std::string& stream) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto it = stream_tails_.find(stream);
+  if (it == stream_tails_.end())
+    return std::nullopt;
+  return it->second;
 }
 
 void consumer_pump::cancel(const std::string& queue) {
@@ -214,8 +247,13 @@ void consumer_pump::handle(consume_command& c) {
     return;
   }
   auto& l = links_[c.queue];
+  l.source = c.source;
   l.max_unacked = c.max_unacked;
-  auto failed = establish(c.queue, l);
+  l.stream_from = c.stream_from;
+  l.skip_below = c.stream_from && c.stream_from->where == stream_start::from::offset
+                   ? c.stream_from->offset
+                   : 0;
+  auto failed = establish(l);
   if (!failed) {
     l.handler = c.handler;
     c.done->set_value(result<void>{});
@@ -226,7 +264,8 @@ void consumer_pump::handle(consume_command& c) {
     return;
   }
   forget_consumed(c.queue);
-  c.done->set_value(to_error(*failed, "consuming queue '" + c.queue + "'"));
+  c.done->set_value(to_error(*failed, c.stream_from ? "reading stream '" + c.source + "'"
+                                                    : "consuming queue '" + c.queue + "'"));
 }
 
 void consumer_pump::handle(cancel_command& c) {
@@ -265,12 +304,11 @@ void consumer_pump::handle(settle_command& c) {
   auto* l = link_of_channel(c.channel);
   if (!l || l->incarnation != c.incarnation)
     return; // the channel died: never send its tag on another one
-  if (c.ack) {
-    // Queued in the window, sent by the flush at the end of the batch
-    // (at once if the window cannot coalesce).
-    l->acks.ack(c.broker_tag, [&](std::uint64_t tag, bool multiple) {
-      (void)session()->call_status(amqp_basic_ack(session()->raw(), c.channel, tag, multiple));
-    });
+  // A stream queue answers basic.reject with 540 NOT_IMPLEMENTED, which
+  // closes the connection; a stream keeps the message either way, so a
+  // reader's reject is an ack: it frees the place in the prefetch.
+  if (c.ack || l->stream_from) {
+    queue_ack(*l, c.broker_tag);
     return;
   }
   // The acks queued before this reject go first: one queued after it
@@ -281,6 +319,14 @@ void consumer_pump::handle(settle_command& c) {
   (void)session()->call_status(
       amqp_basic_reject(session()->raw(), c.channel, c.broker_tag, c.requeue ? 1 : 0));
   l->acks.settled_on_wire(c.broker_tag);
+}
+
+void consumer_pump::queue_ack(link& l, std::uint64_t broker_tag) {
+  // Queued in the window, sent by the flush at the end of the batch (at
+  // once if the window cannot coalesce).
+  l.acks.ack(broker_tag, [&](std::uint64_t tag, bool multiple) {
+    (void)session()->call_status(amqp_basic_ack(session()->raw(), l.channel, tag, multiple));
+  });
 }
 
 void consumer_pump::flush_acks(link& l) {
@@ -297,7 +343,62 @@ void consumer_pump::flush_all_acks() {
     flush_acks(l);
 }
 
-amqp_status consumer_pump::establish(const std::string& queue, link& l) {
+namespace {
+
+// Queue arguments for a basic.consume of a stream (x-stream-offset); the
+// strings they point at are literals.
+struct stream_arguments {
+  amqp_table_entry_t entry{};
+  [[nodiscard]] amqp_table_t table() { return amqp_table_t{1, &entry}; }
+
+  explicit stream_arguments(const stream_start& from) {
+    entry.key = amqp_cstring_bytes("x-stream-offset");
+    switch (from.where) {
+      case stream_start::from::first:
+      case stream_start::from::last:
+      case stream_start::from::next:
+        entry.value.kind = AMQP_FIELD_KIND_UTF8;
+        entry.value.value.bytes = amqp_cstring_bytes(from.where == stream_start::from::first ? "first"
+                                                     : from.where == stream_start::from::last
+                                                       ? "last"
+                                                       : "next");
+        break;
+      case stream_start::from::offset:
+        entry.value.kind = AMQP_FIELD_KIND_I64;
+        entry.value.value.i64 = static_cast<std::int64_t>(from.offset);
+        break;
+      case stream_start::from::timestamp:
+        // An AMQP timestamp: whole seconds since the epoch.
+        entry.value.kind = AMQP_FIELD_KIND_TIMESTAMP;
+        entry.value.value.u64 = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::seconds>(from.time.time_since_epoch()).count());
+        break;
+    }
+  }
+};
+
+// The x-stream-offset header of a stream's delivery, if it has one.
+std::optional<std::uint64_t> offset_header(const amqp_basic_properties_t& p) {
+  if (!(p._flags & AMQP_BASIC_HEADERS_FLAG))
+    return std::nullopt;
+  for (int i = 0; i < p.headers.num_entries; ++i) {
+    const auto& e = p.headers.entries[i];
+    if (text_of(e.key) != "x-stream-offset")
+      continue;
+    switch (e.value.kind) {
+      case AMQP_FIELD_KIND_I64: return static_cast<std::uint64_t>(e.value.value.i64);
+      case AMQP_FIELD_KIND_U64: return e.value.value.u64;
+      case AMQP_FIELD_KIND_I32: return static_cast<std::uint64_t>(e.value.value.i32);
+      case AMQP_FIELD_KIND_U32: return e.value.value.u32;
+      default: return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+amqp_status consumer_pump::establish(link& l) {
   auto& s = *session();
   if (l.channel == 0) {
     auto ch = s.new_channel_number();
@@ -311,12 +412,16 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
   }
   // The transport's own queues are declared again, so that a broker that
   // lost them (a new node, a deleted queue) gets them back.
-  if (auto declared = record_->find_queue(queue))
-    if (auto failed = declare_endpoint_queue(s, l.channel, queue, *declared, settings_)) {
-      if (failed->scope == failure_scope::channel)
-        drop_channel(l);
-      return failed;
-    }
+  auto redeclared = std::optional<amqp_failure>{};
+  if (auto declared = record_->find_queue(l.source))
+    redeclared = declare_endpoint_queue(s, l.channel, l.source, *declared, settings_);
+  else if (auto stream = record_->find_stream(l.source))
+    redeclared = declare_stream_queue(s, l.channel, l.source, *stream);
+  if (redeclared) {
+    if (redeclared->scope == failure_scope::channel)
+      drop_channel(l);
+    return redeclared;
+  }
   // Per-consumer prefetch (global=0): max_unacked of this queue only.
   auto prefetch = static_cast<std::uint16_t>(
       std::min<std::size_t>(l.max_unacked, std::numeric_limits<std::uint16_t>::max()));
@@ -326,8 +431,13 @@ amqp_status consumer_pump::establish(const std::string& queue, link& l) {
       drop_channel(l);
     return failed;
   }
-  auto* ok = amqp_basic_consume(s.raw(), l.channel, bytes_of(queue), amqp_empty_bytes,
-                                /*no_local=*/0, /*no_ack=*/0, /*exclusive=*/0, amqp_empty_table);
+  // A stream needs a prefetch and manual acks, as every consumer here has.
+  std::optional<stream_arguments> arguments;
+  if (l.stream_from)
+    arguments.emplace(*l.stream_from);
+  auto* ok = amqp_basic_consume(s.raw(), l.channel, bytes_of(l.source), amqp_empty_bytes,
+                                /*no_local=*/0, /*no_ack=*/0, /*exclusive=*/0,
+                                arguments ? arguments->table() : amqp_empty_table);
   if (auto failed = s.rpc_status(l.channel)) {
     if (failed->scope == failure_scope::channel)
       drop_channel(l);
@@ -363,7 +473,7 @@ void consumer_pump::recover_links(clock::time_point now) {
       return;
     if (!l.handler || l.consuming || l.retry_at > now)
       continue;
-    if (auto failed = establish(queue, l); failed && failed->scope == failure_scope::channel)
+    if (auto failed = establish(l); failed && failed->scope == failure_scope::channel)
       schedule_retry(queue, l, describe(*failed));
   }
 }
@@ -376,6 +486,11 @@ consumer_pump::link* consumer_pump::link_of_channel(amqp_channel_t ch) {
 }
 
 void consumer_pump::reject_now(link& l, std::uint64_t broker_tag) {
+  if (l.stream_from) { // see handle(settle_command&)
+    queue_ack(l, broker_tag);
+    flush_acks(l);
+    return;
+  }
   flush_acks(l);
   if (!session()->alive())
     return;
@@ -428,11 +543,6 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
   amqp_message_t content;
   if (session()->read_content(ch, content))
     return;
-  // The envelope owns its bytes: copied out, and rabbitmq-c's freed at once.
-  auto env = std::make_shared<const envelope>(
-      envelope_from_amqp(content.properties, content.body, origin, random_(), random_()));
-  amqp_destroy_message(&content);
-
   std::string queue;
   link* l = nullptr;
   for (auto& [name, candidate] : links_)
@@ -442,15 +552,29 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
     }
   if (!l) {
     // No link owns the channel: nothing was coalesced on it.
+    amqp_destroy_message(&content);
     (void)session()->call_status(amqp_basic_reject(session()->raw(), ch, broker_tag, 1));
     return;
   }
   // Every delivery of a link's channel enters its window, in tag order.
   l->acks.delivered(broker_tag);
   if (!l->handler || !l->consuming || l->consumer_tag != consumer_tag) {
+    amqp_destroy_message(&content);
     reject_now(*l, broker_tag); // sent before a cancel took effect: back to the queue
     return;
   }
+  std::optional<std::uint64_t> offset;
+  if (l->stream_from) {
+    offset = stream_offset_of(*l, content.properties, broker_tag);
+    if (!offset) {
+      amqp_destroy_message(&content);
+      return;
+    }
+  }
+  // The envelope owns its bytes: copied out, and rabbitmq-c's freed at once.
+  auto env = std::make_shared<const envelope>(
+      envelope_from_amqp(content.properties, content.body, origin, random_(), random_()));
+  amqp_destroy_message(&content);
   auto tag = next_tag_++;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -458,7 +582,9 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
   }
   auto handler = l->handler; // the handler may not cancel, but keep it alive regardless
   try {
-    (*handler)(delivery{tag, queue, std::move(env), redelivered});
+    // A stream's delivery names the stream: the reader is the link.
+    (*handler)(delivery{tag, l->stream_from ? l->source : queue, std::move(env), redelivered,
+                        offset});
   } catch (...) {
     // The contract says handlers do not throw; if one does, the message is
     // not lost: it goes back to the queue.
@@ -511,6 +637,38 @@ consumer_pump::clock::time_point consumer_pump::next_deadline() const {
     if (l.handler && !l.consuming && session())
       next = std::min(next, l.retry_at);
   return next;
+}
+
+std::optional<std::uint64_t> consumer_pump::stream_offset_of(link& l,
+                                                            const amqp_basic_properties_t& p,
+                                                            std::uint64_t broker_tag) {
+  auto drop = [&] {
+    queue_ack(l, broker_tag);
+    // At once: a prefetch full of dropped deliveries would wait for the
+    // next turn's flush, and the broker would send nothing meanwhile.
+    flush_acks(l);
+  };
+  auto offset = offset_header(p);
+  if (!offset) {
+    // Not a stream's delivery after all (the queue was replaced by one of
+    // another type?): nothing to place it by, so nothing to hand out.
+    log_->error("a delivery from stream '" + l.source
+                + "' has no x-stream-offset header; it is acknowledged and not read");
+    drop();
+    return std::nullopt;
+  }
+  if (*offset < l.skip_below) {
+    drop(); // the chunk's start, before the offset the reader asked for
+    return std::nullopt;
+  }
+  l.skip_below = *offset + 1;
+  l.stream_from = stream_start::at_offset(*offset + 1);
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto& tail = stream_tails_[l.source];
+    tail = std::max(tail, *offset);
+  }
+  return offset;
 }
 
 } // namespace bus::detail

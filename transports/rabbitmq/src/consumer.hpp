@@ -13,6 +13,14 @@
 // (ack_window.hpp); the others go out alone. A reject is never overtaken by
 // an ack queued after it, nor covered by one queued before it.
 //
+// A stream (issue 27) is read by a link of its own per reader, keyed by the
+// reader's name: basic.consume with x-stream-offset, each delivery's offset
+// from its x-stream-offset header. RabbitMQ starts a reader at the start of
+// the chunk that holds the offset asked for, so what comes before it is
+// acknowledged here and never handed out; a channel opened again (after a
+// lost connection) reads on after the last offset handed out, so a reader
+// neither skips nor gets twice what this process read.
+//
 // Each delivery gets a transport tag, unique for the life of the
 // transport, that maps to (channel incarnation, broker delivery tag). When
 // a channel or the connection dies, its deliveries are forgotten with it:
@@ -28,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -59,8 +68,17 @@ public:
   // Waits for the broker's consume-ok (or an error, or operation_timeout).
   [[nodiscard]] result<void> consume(const std::string& queue, std::size_t max_unacked,
                                      delivery_handler on_delivery);
-  // Returns once the handler of `queue` can no longer be called.
+  // Reads `stream` as `reader` (transport::consume_stream); cancel(reader)
+  // ends it.
+  [[nodiscard]] result<void> consume_stream(const std::string& reader, const std::string& stream,
+                                            const stream_start& start, std::size_t max_unacked,
+                                            delivery_handler on_delivery);
+  // Returns once the handler of `queue` (or of a stream's reader) can no
+  // longer be called.
   void cancel(const std::string& queue);
+  // The highest offset of `stream` handed to a reader of this process;
+  // none before the first. Any thread.
+  [[nodiscard]] std::optional<std::uint64_t> stream_tail(const std::string& stream) const;
   // Queues the settlement for the I/O thread and returns at once; an error
   // if `tag` is not outstanding or its channel has died since.
   [[nodiscard]] result<void> settle(std::uint64_t tag, bool ack, bool requeue);
@@ -80,7 +98,9 @@ private:
   using clock = std::chrono::steady_clock;
 
   struct consume_command {
-    std::string queue;
+    std::string queue;  // the link's name: the queue, or a stream's reader
+    std::string source; // what the broker delivers from: the queue, or the stream
+    std::optional<stream_start> stream_from; // set: a stream's reader
     std::size_t max_unacked = 0;
     std::shared_ptr<const delivery_handler> handler;
     clock::time_point deadline;
@@ -105,8 +125,15 @@ private:
     std::uint64_t broker_tag = 0;
   };
 
-  // One consumed (or once consumed) queue, on the I/O thread.
+  // One consumed (or once consumed) queue, or a stream's reader, on the I/O
+  // thread.
   struct link {
+    std::string source; // the broker queue it consumes
+    // A stream's reader: where its next basic.consume starts, moved past
+    // each offset handed out, and the offset below which a delivery is
+    // the rest of a chunk, acknowledged and dropped.
+    std::optional<stream_start> stream_from;
+    std::uint64_t skip_below = 0;
     std::size_t max_unacked = 0;
     std::shared_ptr<const delivery_handler> handler; // null: not wanted (never, or cancelled)
     amqp_channel_t channel = 0;                      // 0: none open on this session
@@ -132,8 +159,9 @@ private:
   void handle(consume_command& c);
   void handle(cancel_command& c);
   void handle(settle_command& c);
-  // basic.consume for `queue` on its channel (opened if needed). Empty: success.
-  amqp_status establish(const std::string& queue, link& l);
+  // basic.consume for `l`'s source on its channel (opened if needed), a
+  // stream's from its stream_from. Empty: success.
+  amqp_status establish(link& l);
   void drop_channel(link& l);
   void schedule_retry(const std::string& queue, link& l, const std::string& why);
   void recover_links(clock::time_point now);
@@ -144,11 +172,18 @@ private:
   // Rejects (requeue) a delivery of `l`'s channel that was never handed
   // out, or whose handler threw: sends the acks queued before it first.
   void reject_now(link& l, std::uint64_t broker_tag);
+  // Acknowledges a delivery of `l`'s channel through its window.
+  void queue_ack(link& l, std::uint64_t broker_tag);
   // Sends the acks queued on `l` / on every link (ack_window::flush).
   void flush_acks(link& l);
   void flush_all_acks();
   void fail_waiting(clock::time_point now);
   void forget_consumed(const std::string& queue);
+  [[nodiscard]] result<void> submit(consume_command c);
+  // A stream reader's delivery: its offset, or none if it must not be
+  // handed out (dropped here: before the offset asked for, or no offset).
+  std::optional<std::uint64_t> stream_offset_of(link& l, const amqp_basic_properties_t& p,
+                                                std::uint64_t broker_tag);
 
   const rabbitmq_settings settings_;
   const std::shared_ptr<topology_record> record_;
@@ -158,6 +193,7 @@ private:
   std::deque<command> commands_;                               // guarded
   std::unordered_map<std::uint64_t, outstanding> outstanding_; // guarded
   std::set<std::string> consumed_;                             // guarded: queues with a consumer
+  std::unordered_map<std::string, std::uint64_t> stream_tails_; // guarded: stream -> offset
   bool stopping_ = false;                                      // guarded
 
   // The I/O thread and its connection; after the fields it reads.

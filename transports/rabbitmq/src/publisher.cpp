@@ -151,6 +151,15 @@ result<void> publisher::declare_queue(const std::string& queue, const queue_opti
   return as_void(submit_and_wait(std::move(r)));
 }
 
+result<void> publisher::declare_stream(const std::string& stream,
+                                       const stream_retention& retention) {
+  auto r = std::make_shared<request>();
+  r->what = kind::declare_stream;
+  r->queue = stream;
+  r->retention = retention;
+  return as_void(submit_and_wait(std::move(r)));
+}
+
 result<void> publisher::subscribe(const std::string& queue, const std::string& type) {
   auto r = std::make_shared<request>();
   r->what = kind::subscribe;
@@ -428,6 +437,12 @@ void publisher::replay_topology() {
           return declare_endpoint_queue(s, ch, q, options, settings_);
         }))
       warn(*failed, "queue '" + q + "'");
+  for (const auto& [name, retention] : record.streams)
+    if (auto failed = declare([&, &name = name, &retention = retention](amqp_session& s,
+                                                                       amqp_channel_t ch) {
+          return declare_stream_queue(s, ch, name, retention);
+        }))
+      warn(*failed, "stream '" + name + "'");
   for (const auto& [q, type] : record.subscriptions) {
     auto failed = declare([&, &q = q, &type = type](amqp_session& s, amqp_channel_t ch) {
       return bind_subscription(s, ch, q, type);
@@ -481,6 +496,17 @@ void publisher::execute(const request_ptr& r) {
       if (failed)
         return finish(r, to_error(*failed, "declaring queue '" + r->queue + "'"));
       record_->add_queue(r->queue, r->options);
+      return finish(r, std::uint32_t{0});
+    }
+    case kind::declare_stream: {
+      auto failed = declare([&](amqp_session& s, amqp_channel_t ch) {
+        return declare_stream_queue(s, ch, r->queue, r->retention);
+      });
+      if (failed && failed->scope == failure_scope::connection)
+        return retry_later();
+      if (failed)
+        return finish(r, to_error(*failed, "declaring stream '" + r->queue + "'"));
+      record_->add_stream(r->queue, r->retention);
       return finish(r, std::uint32_t{0});
     }
     case kind::subscribe: {

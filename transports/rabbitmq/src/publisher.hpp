@@ -84,6 +84,8 @@ public:
                           completion done);
 
   [[nodiscard]] result<void> declare_queue(const std::string& queue, const queue_options& options);
+  [[nodiscard]] result<void> declare_stream(const std::string& stream,
+                                            const stream_retention& retention);
   [[nodiscard]] result<void> subscribe(const std::string& queue, const std::string& type);
   [[nodiscard]] result<std::uint32_t> message_count(const std::string& queue);
 
@@ -101,12 +103,13 @@ public:
 private:
   using clock = std::chrono::steady_clock;
 
-  enum class kind { publish, declare_queue, subscribe, inspect };
+  enum class kind { publish, declare_queue, declare_stream, subscribe, inspect };
 
   struct request {
     kind what = kind::publish;
     std::string queue;       // declare, subscribe, inspect; the destination of a send
     queue_options options;   // declare
+    stream_retention retention; // declare_stream
     std::string type;        // subscribe; publish: the exchange to declare first
     std::string exchange;    // publish
     std::string routing_key; // publish

@@ -125,6 +125,7 @@ transport_capabilities rabbitmq_transport::capabilities() const noexcept {
   c.durable = true;
   c.native_delivery_count = impl_->settings.queue_type == rabbitmq_queue_type::quorum;
   c.delayed_delivery = true;
+  c.streams = true;
   return c;
 }
 
@@ -156,6 +157,35 @@ result<void> rabbitmq_transport::consume(const std::string& queue, std::size_t m
   if (auto ok = check_name(queue, "queue"); !ok)
     return ok;
   return impl_->consuming.consume(queue, max_unacked, std::move(on_delivery));
+}
+
+result<void> rabbitmq_transport::declare_stream(const std::string& stream,
+                                                const stream_retention& retention) {
+  if (auto ok = check_name(stream, "stream"); !ok)
+    return ok;
+  if (auto mistakes = validate(retention); !mistakes.empty())
+    return error{errc::invalid_configuration, "stream '" + stream + "': " + mistakes};
+  return impl_->publishing.declare_stream(stream, retention);
+}
+
+bool rabbitmq_transport::is_stream(const std::string& name) const {
+  return impl_->record->find_stream(name).has_value();
+}
+
+result<void> rabbitmq_transport::consume_stream(const std::string& reader,
+                                                const std::string& stream,
+                                                const stream_start& start, std::size_t max_unacked,
+                                                delivery_handler on_delivery) {
+  if (auto ok = check_name(stream, "stream"); !ok)
+    return ok;
+  if (auto ok = check_name(reader, "reader"); !ok)
+    return ok;
+  return impl_->consuming.consume_stream(reader, stream, start, max_unacked,
+                                         std::move(on_delivery));
+}
+
+std::optional<std::uint64_t> rabbitmq_transport::stream_tail(const std::string& stream) const {
+  return impl_->consuming.stream_tail(stream);
 }
 
 bool rabbitmq_transport::settleable(std::uint64_t tag) const {

@@ -56,6 +56,19 @@ void topology_record::add_queue(const std::string& q, const queue_options& optio
   data_.queues[q] = options;
 }
 
+void topology_record::add_stream(const std::string& s, const stream_retention& retention) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  data_.streams[s] = retention;
+}
+
+std::optional<stream_retention> topology_record::find_stream(const std::string& s) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto it = data_.streams.find(s);
+  if (it == data_.streams.end())
+    return std::nullopt;
+  return it->second;
+}
+
 void topology_record::add_subscription(const std::string& q, const std::string& type) {
   std::lock_guard<std::mutex> guard(mutex_);
   data_.subscriptions.emplace(q, type);
@@ -162,6 +175,27 @@ amqp_status declare_endpoint_queue(amqp_session& s, amqp_channel_t ch, const std
                            : std::string("classic queue without arguments"))
                     + ": move its messages and delete it, or set queue_type and delivery_limit "
                       "to match it)";
+  return failed;
+}
+
+amqp_status declare_stream_queue(amqp_session& s, amqp_channel_t ch, const std::string& stream,
+                                 const stream_retention& retention) {
+  arguments args;
+  args.add("x-queue-type", "stream");
+  if (retention.max_length_bytes > 0)
+    args.add("x-max-length-bytes", static_cast<std::int64_t>(retention.max_length_bytes));
+  // RabbitMQ reads the age as a number with a unit (Y, M, D, h, m, s).
+  const auto age = std::to_string(retention.max_age.count()) + "s";
+  if (retention.max_age.count() > 0)
+    args.add("x-max-age", age);
+  amqp_queue_declare(s.raw(), ch, bytes_of(stream), /*passive=*/0, /*durable=*/1, /*exclusive=*/0,
+                     /*auto_delete=*/0, args.table());
+  auto failed = s.rpc_status(ch);
+  if (failed && failed->reply_code == AMQP_PRECONDITION_FAILED)
+    failed->text += " ('" + stream + "' exists already as a queue, or as a stream with another "
+                    + "retention; the bus declares it as a stream with x-max-length-bytes="
+                    + std::to_string(retention.max_length_bytes) + " and x-max-age=" + age
+                    + ", 0 meaning none)";
   return failed;
 }
 

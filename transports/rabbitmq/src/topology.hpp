@@ -4,6 +4,7 @@
 //
 //   endpoint queue   durable, quorum or classic (settings.queue_type); quorum ones
 //                    with x-delivery-limit and dead-lettering to the error queue
+//   stream           durable, x-queue-type stream, with the retention asked for
 //   message type T   a durable fanout exchange named T; subscribe(q, T) binds q to it
 //   delay levels     see delay_levels.hpp; declared at the first send_delayed
 //
@@ -30,17 +31,21 @@ class topology_record {
 public:
   struct snapshot {
     std::map<std::string, queue_options> queues; // as the bus declared them
+    std::map<std::string, stream_retention> streams;
     std::set<std::pair<std::string, std::string>> subscriptions; // (queue, type)
     bool delay_levels = false;
     std::set<std::string> delay_destinations; // queues bound to the delivery exchange
   };
 
   void add_queue(const std::string& q, const queue_options& options);
+  void add_stream(const std::string& s, const stream_retention& retention);
   void add_subscription(const std::string& q, const std::string& type);
   void add_delay_levels();
   void add_delay_destination(const std::string& q);
   // How `q` was declared, if this transport declared it.
   [[nodiscard]] std::optional<queue_options> find_queue(const std::string& q) const;
+  // How `s` was declared, if this transport declared it as a stream.
+  [[nodiscard]] std::optional<stream_retention> find_stream(const std::string& s) const;
   [[nodiscard]] snapshot copy() const;
 
 private:
@@ -71,6 +76,12 @@ inline constexpr std::int64_t temporary_queue_expiry_ms = 10 * 60 * 1000;
 // no delivery limit, so nothing ever dead-letters it.
 [[nodiscard]] std::string dead_letter_queue(const std::string& queue, const queue_options& options,
                                             const rabbitmq_settings& settings);
+// A stream queue (issue 27): durable, x-queue-type stream, with
+// x-max-length-bytes and x-max-age where the retention sets them. A 406
+// (a queue of that name exists, or a stream with another retention) says
+// what the bus wanted.
+amqp_status declare_stream_queue(amqp_session& s, amqp_channel_t ch, const std::string& stream,
+                                 const stream_retention& retention);
 // Passive: fails with 404 if `queue` does not exist; else its ready count.
 amqp_status inspect_queue(amqp_session& s, amqp_channel_t ch, const std::string& queue,
                           std::uint32_t& message_count);

@@ -49,7 +49,7 @@ public:
   ~rabbitmq_transport() override;
 
   [[nodiscard]] std::string_view name() const noexcept override { return "rabbitmq"; }
-  // durable and delayed_delivery always; native_delivery_count for quorum
+  // durable, delayed_delivery and streams always; native_delivery_count for quorum
   // queues (x-delivery-count). The bus keeps its own count
   // (bus-delivery-count) on every queue type regardless.
   [[nodiscard]] transport_capabilities capabilities() const noexcept override;
@@ -68,6 +68,25 @@ public:
   result<void> consume(const std::string& queue, std::size_t max_unacked,
                        delivery_handler on_delivery) override;
   void cancel(const std::string& queue) override;
+
+  // Streams (RabbitMQ 3.9 and later): a durable queue with x-queue-type
+  // stream, x-max-length-bytes and x-max-age as the retention sets them
+  // (applied by whole segments). errc::invalid_configuration if a queue of
+  // that name exists, or the stream with another retention.
+  result<void> declare_stream(const std::string& stream,
+                              const stream_retention& retention) override;
+  // A stream this transport declared.
+  [[nodiscard]] bool is_stream(const std::string& name) const override;
+  // basic.consume with x-stream-offset and a prefetch of max_unacked;
+  // RabbitMQ keeps no offset of an AMQP 0.9.1 reader: `start` is where
+  // it reads from each time it starts.
+  result<void> consume_stream(const std::string& reader, const std::string& stream,
+                              const stream_start& start, std::size_t max_unacked,
+                              delivery_handler on_delivery) override;
+  // Over AMQP 0.9.1 the broker tells no stream's last offset: this is the
+  // highest offset delivered to a reader of this process, so a reader's
+  // lag counts what it was given and has not settled.
+  [[nodiscard]] std::optional<std::uint64_t> stream_tail(const std::string& stream) const override;
   // Returns once the broker confirmed the message (persistent: it is on
   // disk); errc::unknown_queue if no such queue exists.
   result<void> send(const std::string& queue, envelope msg) override;
