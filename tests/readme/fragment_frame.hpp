@@ -81,6 +81,7 @@ struct db_error : std::runtime_error {
 void charge(const order_placed& m);
 void alert(const std::string& text);
 void insert_invoice(sqlite3* db, const order_placed& m);
+void add_to_totals(const order_placed& m); // a projection's table
 struct tracer_handle {};
 void export_span(tracer_handle tracer, const bus::attempt_span& span);
 std::string read_secret(); // the page's token, from wherever the service keeps secrets

@@ -64,6 +64,9 @@ void to_json(nlohmann::json& j, const recoverability_config& config) {
   j["max_retry_time_ms"] = config.options.max_retry_time.count();
   j["capabilities"] = {{"immediate_retries", config.options.available.immediate_retries},
                        {"delayed_delivery", config.options.available.delayed_delivery}};
+  // Only where it is so: the policy of a queue's endpoint reads as before.
+  if (config.options.available.reads_stream)
+    j["capabilities"]["reads_stream"] = true;
   auto& unrecoverable = j["unrecoverable"] = nlohmann::json::array();
   unrecoverable.push_back(detail::type_name(typeid(message_deserialization_error)));
   for (const auto& type : config.options.unrecoverable.types())
