@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace bus::detail {
 
@@ -27,7 +26,8 @@ std::string file_part(std::string name) {
 stream_offset_file::stream_offset_file(std::string directory, const std::string& stream,
                                        const std::string& reader)
     : directory_(std::move(directory)),
-      path_((fs::path(directory_) / (file_part(stream) + "." + file_part(reader) + ".offset")).string()) {}
+      path_((fs::path(directory_) / (file_part(stream) + "." + file_part(reader) + ".offset"))
+              .string()) {}
 
 result<std::optional<std::uint64_t>> stream_offset_file::load() const {
   std::ifstream in(path_);

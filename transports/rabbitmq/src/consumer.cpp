@@ -353,15 +353,19 @@ struct stream_arguments {
 
   explicit stream_arguments(const stream_start& from) {
     entry.key = amqp_cstring_bytes("x-stream-offset");
+    auto named = [&](const char* where) {
+      entry.value.kind = AMQP_FIELD_KIND_UTF8;
+      entry.value.value.bytes = amqp_cstring_bytes(where);
+    };
     switch (from.where) {
       case stream_start::from::first:
+        named("first");
+        break;
       case stream_start::from::last:
+        named("last");
+        break;
       case stream_start::from::next:
-        entry.value.kind = AMQP_FIELD_KIND_UTF8;
-        entry.value.value.bytes = amqp_cstring_bytes(from.where == stream_start::from::first ? "first"
-                                                     : from.where == stream_start::from::last
-                                                       ? "last"
-                                                       : "next");
+        named("next");
         break;
       case stream_start::from::offset:
         entry.value.kind = AMQP_FIELD_KIND_I64;
@@ -491,6 +495,10 @@ void consumer_pump::reject_now(link& l, std::uint64_t broker_tag) {
     flush_acks(l);
     return;
   }
+  requeue_on_wire(l, broker_tag);
+}
+
+void consumer_pump::requeue_on_wire(link& l, std::uint64_t broker_tag) {
   flush_acks(l);
   if (!session()->alive())
     return;
@@ -642,23 +650,22 @@ consumer_pump::clock::time_point consumer_pump::next_deadline() const {
 std::optional<std::uint64_t> consumer_pump::stream_offset_of(link& l,
                                                             const amqp_basic_properties_t& p,
                                                             std::uint64_t broker_tag) {
-  auto drop = [&] {
-    queue_ack(l, broker_tag);
-    // At once: a prefetch full of dropped deliveries would wait for the
-    // next turn's flush, and the broker would send nothing meanwhile.
-    flush_acks(l);
-  };
   auto offset = offset_header(p);
   if (!offset) {
-    // Not a stream's delivery after all (the queue was replaced by one of
-    // another type?): nothing to place it by, so nothing to hand out.
-    log_->error("a delivery from stream '" + l.source
-                + "' has no x-stream-offset header; it is acknowledged and not read");
-    drop();
+    // Not a stream's delivery: the stream was deleted and a queue of its
+    // name declared. Nothing to place it by, so it is not handed out; an
+    // ack would delete it from that queue, so it goes back there.
+    log_->error("a delivery from the stream '" + l.source
+                + "' has no x-stream-offset header: is it a queue now? It goes back to it");
+    requeue_on_wire(l, broker_tag);
     return std::nullopt;
   }
   if (*offset < l.skip_below) {
-    drop(); // the chunk's start, before the offset the reader asked for
+    // The chunk's start, before the offset the reader asked for. Acked at
+    // once: a prefetch full of dropped deliveries would wait for the next
+    // turn's flush, and the broker would send nothing meanwhile.
+    queue_ack(l, broker_tag);
+    flush_acks(l);
     return std::nullopt;
   }
   l.skip_below = *offset + 1;

@@ -171,7 +171,10 @@ private:
   link* link_of_channel(amqp_channel_t ch);
   // Rejects (requeue) a delivery of `l`'s channel that was never handed
   // out, or whose handler threw: sends the acks queued before it first.
+  // A stream's reader acks it instead (see handle(settle_command&)).
   void reject_now(link& l, std::uint64_t broker_tag);
+  // basic.reject with requeue, after the acks queued before it.
+  void requeue_on_wire(link& l, std::uint64_t broker_tag);
   // Acknowledges a delivery of `l`'s channel through its window.
   void queue_ack(link& l, std::uint64_t broker_tag);
   // Sends the acks queued on `l` / on every link (ack_window::flush).
