@@ -10,11 +10,13 @@
 // readers did not settle in time.
 //
 //   build/bin/stream_audit [DIR]   offsets in DIR (./stream_audit by default), made anew
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -45,21 +47,36 @@ std::uint64_t settled(const bus::message_bus& bus, const std::string& endpoint) 
   return s.handled + s.dead_lettered + s.discarded;
 }
 
-struct projection {
-  double total = 0;
-  int orders = 0;
+// The handler runs on the endpoint's thread and main reads the totals:
+// a mutex orders the two (the bus's stats are counters, not a fence).
+class projection {
+public:
   void add(const order_placed& m) {
     if (m.order_id == "o-7")
       throw std::runtime_error("order o-7 has no customer");
-    total += m.amount;
-    ++orders;
+    std::lock_guard<std::mutex> guard(mutex_);
+    total_ += m.amount;
+    ++orders_;
   }
+  int orders() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return orders_;
+  }
+  double total() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return total_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  double total_ = 0;
+  int orders_ = 0;
 };
 
 std::unique_ptr<bus::message_bus> audit_bus(caf::actor_system& sys,
                                             std::shared_ptr<bus::in_memory_transport> transport,
                                             const std::string& offsets, projection& totals,
-                                            int* replayed) {
+                                            std::atomic<int>* replayed) {
   bus::bus_builder b{sys};
   b.name("stream-audit")
     .transport(std::move(transport))
@@ -111,7 +128,7 @@ int main(int argc, char** argv) {
       auto bus = audit_bus(sys, transport, dir, first, nullptr);
       append(*bus, 0, 10);
       expect(settles([&] { return settled(*bus, "projection") == 10; }), "the projection read 10");
-      expect(bus->stats("projection")->dead_lettered == 1 && first.orders == 9,
+      expect(bus->stats("projection")->dead_lettered == 1 && first.orders() == 9,
              "o-7 went to the error queue, never retried, and the reading went on");
       expect(bus->stats("projection")->stream_offset == 9, "its offset is 9");
       bus->stop();
@@ -119,20 +136,20 @@ int main(int argc, char** argv) {
     // 2. Started again with five more orders: the projection resumes after
     //    offset 9; a new reader starts at offset 5 and reads ten.
     projection again;
-    int replayed = 0;
+    std::atomic<int> replayed{0};
     auto bus = audit_bus(sys, transport, dir, again, &replayed);
     append(*bus, 10, 15);
     expect(settles([&] {
              return settled(*bus, "projection") == 5 && settled(*bus, "replay") == 10;
            }),
            "both readers settled");
-    expect(again.orders == 5, "the projection resumed after offset 9: 5 orders, none read twice");
+    expect(again.orders() == 5, "the projection resumed after offset 9: 5 orders, none read twice");
     expect(replayed == 10, "the reader from offset 5 read o-5 to o-14");
     expect(bus->stats("projection")->stream_offset == 14
              && bus->stats("projection")->stream_lag == 0,
            "the projection stands at offset 14, with no lag");
-    std::printf("projected %.2f over %d orders\n", first.total + again.total,
-                first.orders + again.orders);
+    std::printf("projected %.2f over %d orders\n", first.total() + again.total(),
+                first.orders() + again.orders());
     bus->stop();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stream_audit: %s\n", e.what());
