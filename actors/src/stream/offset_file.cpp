@@ -54,12 +54,16 @@ result<std::optional<std::uint64_t>> stream_offset_file::load() const {
   return std::optional<std::uint64_t>{offset};
 }
 
-result<void> stream_offset_file::save(std::uint64_t committed) const {
-  std::error_code ec;
-  fs::create_directories(directory_, ec);
-  if (ec)
-    return error{errc::store_failure,
-                 "cannot create the stream offset directory '" + directory_ + "': " + ec.message()};
+result<void> stream_offset_file::save(std::uint64_t committed) {
+  // Once, not at every settle: a save is on the path of each delivery.
+  if (!directory_made_) {
+    std::error_code ec;
+    fs::create_directories(directory_, ec);
+    if (ec)
+      return error{errc::store_failure, "cannot create the stream offset directory '" + directory_
+                                          + "': " + ec.message()};
+    directory_made_ = true;
+  }
   auto next = path_ + ".next";
   {
     std::ofstream out(next, std::ios::trunc);

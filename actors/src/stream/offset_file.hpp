@@ -21,8 +21,8 @@ namespace bus::detail {
 
 class stream_offset_file {
 public:
-  // <directory>/<stream>.<reader>.offset; the directory is created on the
-  // first save.
+  // <directory>/<stream>.<reader>.offset; the directory is created by the
+  // first save that works. Not thread-safe: its reader's mutex guards it.
   stream_offset_file(std::string directory, const std::string& stream, const std::string& reader);
 
   // The offset saved last; none if nothing was ever saved. A file that
@@ -31,13 +31,14 @@ public:
   // skip, what the file was there to remember.
   [[nodiscard]] result<std::optional<std::uint64_t>> load() const;
 
-  [[nodiscard]] result<void> save(std::uint64_t committed) const;
+  [[nodiscard]] result<void> save(std::uint64_t committed);
 
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
 private:
   std::string directory_;
   std::string path_;
+  bool directory_made_ = false;
 };
 
 } // namespace bus::detail

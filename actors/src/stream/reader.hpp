@@ -53,7 +53,7 @@ private:
 
   const std::string reader_;
   const std::string stream_;
-  const stream_offset_file file_;
+  stream_offset_file file_; // guarded by mutex_
   const std::optional<std::uint64_t> saved_; // when it started
   const ::bus::transport& transport_;
   endpoint_counters& counters_;
