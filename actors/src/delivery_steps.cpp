@@ -33,6 +33,7 @@ fault_details make_fault(const endpoint_runtime& rt, const delivery& d, exceptio
   f.original_address = d.queue;
   f.immediate_retries = immediate_retries;
   f.delivery_count = d.message->delivery_count;
+  f.stream_offset = d.stream_offset;
   return f;
 }
 

@@ -23,6 +23,7 @@ failed_message failed_message_of(const envelope& msg, const std::string& queue) 
   m.reason = text(header::fault_reason);
   m.failed_at = text(header::fault_at);
   m.original_address = text(header::fault_original_address);
+  m.stream_offset = text(header::fault_stream_offset);
   m.headers.assign(msg.headers.begin(), msg.headers.end());
   return m;
 }

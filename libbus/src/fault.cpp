@@ -34,6 +34,10 @@ envelope with_fault_headers(envelope message, const fault_details& fault,
   h.set(header::fault_original_address, fault.original_address);
   h.set(header::fault_immediate_retries, std::to_string(fault.immediate_retries));
   h.set(header::fault_delivery_count, std::to_string(fault.delivery_count));
+  if (fault.stream_offset)
+    h.set(header::fault_stream_offset, std::to_string(*fault.stream_offset));
+  else
+    h.erase(header::fault_stream_offset);
   return message;
 }
 
@@ -56,6 +60,11 @@ fault_details fault_from_headers(const envelope& message) {
   f.original_address = text(header::fault_original_address);
   number(header::fault_immediate_retries, f.immediate_retries);
   number(header::fault_delivery_count, f.delivery_count);
+  if (auto v = message.headers.find(header::fault_stream_offset)) {
+    std::uint64_t offset = 0;
+    if (std::from_chars(v->data(), v->data() + v->size(), offset).ec == std::errc())
+      f.stream_offset = offset;
+  }
   if (const auto at = message.headers.find(header::fault_at)) {
     if (const auto when = from_iso8601(*at))
       f.at = *when;

@@ -49,6 +49,17 @@ replay_additions(std::int64_t previous_replays, time_point now, const std::strin
   };
 }
 
+std::string stream_replay_refusal(std::string_view stream_offset,
+                                  std::string_view original_address,
+                                  std::string_view destination) {
+  if (stream_offset.empty() || destination != original_address)
+    return {};
+  return "it was read from stream '" + std::string(original_address) + "' at offset "
+         + std::string(stream_offset)
+         + ": a replay would append it to the stream and every reader would handle it again; "
+           "replay it to a queue (busctl replay --to QUEUE)";
+}
+
 envelope replayed_copy(const envelope& failed, time_point now, const std::string& source_queue) {
   envelope copy = failed;
   copy.headers = {};

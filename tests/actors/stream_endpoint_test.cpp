@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bus/failed_messages.hpp"
 #include "bus/header_names.hpp"
 #include "bus/testing/harness.hpp"
 #include "support/sample_messages.hpp"
@@ -142,6 +143,40 @@ TEST_CASE("a failure on a stream goes to the error queue at once, and the readin
   CHECK(h.events_of(event_kind::redelivery_scheduled).empty());
   CHECK(h.events_of(event_kind::dead_lettered).size() == 1);
   CHECK(h.stats("projection").handled == 2);
+  CHECK(failed[0]->headers.find(bus::header::fault_stream_offset)
+        == std::optional<std::string_view>("1"));
+}
+
+TEST_CASE("the page does not replay a message read from a stream into the stream") {
+  bus::testing::harness h;
+  bool locked = true;
+  auto b = h.builder();
+  b.message<order_placed>("order_placed")
+      .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+        e.handle<order_placed>([&](const order_placed&) {
+          if (locked)
+            throw std::runtime_error("projection table locked");
+        });
+      });
+  h.start(b);
+  append(h, "audit", 0, 1);
+  h.advance_until_idle();
+  REQUIRE(h.error_queue("projection").size() == 1);
+  locked = false;
+
+  auto* page_access = h.transport().error_queues();
+  REQUIRE(page_access != nullptr);
+  auto replayed = page_access->replay(
+    "projection_error", [](const bus::failed_message&) { return true; }, "audit",
+    std::chrono::system_clock::now());
+  REQUIRE_FALSE(replayed);
+  CHECK_THAT(replayed.error().message, Catch::Contains("replayed 0 of 1")
+                                         && Catch::Contains("read from stream 'audit' at offset 0"));
+  // It keeps its place, and the stream was not appended to.
+  CHECK(h.error_queue("projection").size() == 1);
+  h.advance_until_idle();
+  CHECK(h.stats("projection").handled == 0);
+  CHECK(h.stats("projection").stream_offset == 0);
 }
 
 TEST_CASE("a custom policy that asks a stream endpoint for a retry ends the message in fault") {

@@ -79,3 +79,21 @@ TEST_CASE("a long fault message is cut to the limit without splitting a UTF-8 ch
   auto out = bus::with_fault_headers(bus::envelope{}, f, bus::fault_limits{64});
   CHECK(out.headers.find(bus::header::fault_message)->size() == 64);
 }
+
+TEST_CASE("the error copy of a message read from a stream says its offset, and a queue's does not") {
+  namespace h = bus::header;
+  bus::envelope msg;
+  bus::fault_details f;
+  f.original_address = "audit";
+  f.stream_offset = 41;
+  auto from_stream = bus::with_fault_headers(msg, f);
+  CHECK(from_stream.headers.find(h::fault_stream_offset) == std::optional<std::string_view>("41"));
+  CHECK(bus::fault_from_headers(from_stream).stream_offset == std::optional<std::uint64_t>(41));
+
+  // Written again for a queue's failure (a replayed copy that failed once
+  // more, say), an earlier stream offset does not survive.
+  f.stream_offset.reset();
+  auto from_queue = bus::with_fault_headers(from_stream, f);
+  CHECK_FALSE(from_queue.headers.contains(h::fault_stream_offset));
+  CHECK_FALSE(bus::fault_from_headers(from_queue).stream_offset);
+}

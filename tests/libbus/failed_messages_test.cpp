@@ -96,3 +96,20 @@ TEST_CASE("a replayed copy drops the fault facts and the retry counts, keeps the
   CHECK(copy.headers.find(h::replayed_at) == std::optional<std::string_view>("2026-11-26T10:00:00.000Z"));
   CHECK(copy.headers.find(h::delivery_count) == std::optional<std::string_view>("0"));
 }
+
+TEST_CASE("a message read from a stream is not replayed into the stream, only to another queue") {
+  bus::envelope e;
+  e.message_id = "m-7";
+  e.headers.set(h::fault_original_address, "audit");
+  e.headers.set(h::fault_stream_offset, "41");
+  auto m = bus::failed_message_of(e, "audit-reader_error");
+  CHECK(m.stream_offset == "41");
+
+  auto refusal = bus::stream_replay_refusal(m.stream_offset, m.original_address, "audit");
+  CHECK_THAT(refusal, Catch::Contains("read from stream 'audit' at offset 41")
+                        && Catch::Contains("every reader would handle it again")
+                        && Catch::Contains("--to QUEUE"));
+  CHECK(bus::stream_replay_refusal(m.stream_offset, m.original_address, "audit-fixes").empty());
+  // A queue's message goes back to its queue as always.
+  CHECK(bus::stream_replay_refusal("", "orders", "orders").empty());
+}

@@ -26,11 +26,16 @@ nlohmann::json stats_json(const endpoint_stats& s) {
 
 nlohmann::json endpoint_json(const metrics::endpoint_view& e, const endpoint_extras& x,
                              time_point now) {
+  auto stats = e.status->counters.snapshot();
   nlohmann::json j{{"name", e.name},
                    {"slots", e.slots},
                    {"consuming", e.consuming},
                    {"error_queue", x.error_queue},
-                   {"stats", stats_json(e.status->counters.snapshot())}};
+                   {"stats", stats_json(stats)}};
+  // A stream's reader: where it stands (-1 before its first settled
+  // message) and how far behind the stream's tail.
+  if (e.stream)
+    j["stream"] = {{"offset", stats.stream_offset}, {"lag", stats.stream_lag}};
   if (x.adaptive)
     j["adaptive"] = {{"min", x.adaptive->min}, {"max", x.adaptive->max}};
   if (x.budget)

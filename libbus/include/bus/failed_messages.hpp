@@ -28,6 +28,7 @@ struct failed_message {
   std::string reason;
   std::string failed_at;        // ISO 8601, as written
   std::string original_address; // where it failed: a replay sends it back there
+  std::string stream_offset;    // bus-fault-stream-offset: read from a stream, at this offset
   std::vector<std::pair<std::string, std::string>> headers; // every header, in order
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "bus/envelope.hpp"
@@ -22,6 +23,8 @@ struct fault_details {
   std::string original_address; // the queue it was taken from
   int immediate_retries = 0;    // retries in the delivery that failed last
   std::uint32_t delivery_count = 0;
+  // Its offset, for a message read from a stream (none for a queue's).
+  std::optional<std::uint64_t> stream_offset;
 };
 
 // Bounds on fault metadata: a broker refuses oversized headers, and a

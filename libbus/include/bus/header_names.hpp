@@ -35,6 +35,10 @@ inline constexpr std::string_view fault_original_address = "bus-fault-original-a
 inline constexpr std::string_view fault_immediate_retries = "bus-fault-immediate-retries";
 inline constexpr std::string_view fault_delivery_count = "bus-fault-delivery-count";
 inline constexpr std::string_view fault_reason = "bus-fault-reason";
+// On the error copy of a message read from a stream: its offset there. It
+// also marks the copy as one that a replay must not append to the stream
+// again (bus/replay_headers.hpp, stream_replay_refusal).
+inline constexpr std::string_view fault_stream_offset = "bus-fault-stream-offset";
 // On a failed message the bus holds back because no error queue or file
 // would take it: its fate is decided, it goes to the error queue when it
 // comes back, without running its handler again.

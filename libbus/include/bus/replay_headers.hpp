@@ -33,6 +33,16 @@ namespace bus {
 [[nodiscard]] std::vector<std::pair<std::string, std::string>>
 replay_additions(std::int64_t previous_replays, time_point now, const std::string& source_queue);
 
+// Why a replay to `destination` is refused, empty when it is not. A message
+// read from a stream (its error copy carries bus-fault-stream-offset) goes
+// back to its stream only by being appended to it: every reader of the
+// stream would handle it a second time, which is the duplicate processing
+// the no-retry rule for streams exists to prevent. It may be replayed to
+// any other queue. `original_address` is the stream it was read from.
+[[nodiscard]] std::string stream_replay_refusal(std::string_view stream_offset,
+                                                std::string_view original_address,
+                                                std::string_view destination);
+
 // The copy of `failed` that a replay sends: the kept headers, then the
 // additions; its delivery count 0, everything else as it was.
 [[nodiscard]] envelope replayed_copy(const envelope& failed, time_point now,

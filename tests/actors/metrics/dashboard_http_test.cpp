@@ -11,6 +11,7 @@
 #include "scrape.hpp"
 #include "support/eventually.hpp"
 #include "support/real_threads_bus.hpp"
+#include "support/scratch_directory.hpp"
 
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -115,6 +116,37 @@ TEST_CASE("the page serves its HTML and the bus's live state: endpoints, counter
 
   CHECK(bus::test::http_get(f.address, "/nowhere").status == 404);
   CHECK(bus::test::http_send("POST", f.address, "/api/status", "{}").status == 405);
+}
+
+TEST_CASE("the page shows where a stream endpoint stands in its stream", "[dashboard][http]") {
+  bus::test::scratch_directory offsets;
+  bus::test::real_threads_bus rig;
+  auto b = rig.builder();
+  b.metrics("127.0.0.1:0").stream_offset_directory(offsets.file("offsets"));
+  b.stream_endpoint("projection", "audit", [](bus::endpoint_builder& e) {
+    e.handle<bus::test::order_placed>([](const bus::test::order_placed&) {});
+  });
+  b.endpoint("billing", [](bus::endpoint_builder& e) {
+    e.handle<bus::test::order_placed>([](const bus::test::order_placed&) {});
+  });
+  auto bus = rig.build(b);
+  REQUIRE(bus->start());
+  auto status = [&] {
+    auto a = bus::test::http_get(bus->metrics_address(), "/api/status");
+    REQUIRE(a.status == 200);
+    return json::parse(a.body);
+  };
+  // The endpoints come in name order.
+  auto before = status();
+  REQUIRE(before["endpoints"].size() == 2);
+  REQUIRE(before["endpoints"][1]["name"] == "projection");
+  CHECK(before["endpoints"][1]["stream"] == json({{"offset", -1}, {"lag", 0}}));
+  CHECK_FALSE(before["endpoints"][0].contains("stream")); // billing reads a queue
+
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(bus->send("audit", bus::test::order_placed{"o-" + std::to_string(i), 1.0}));
+  REQUIRE(bus::test::eventually([&] { return bus->stats("projection")->stream_offset == 2; }, 10s));
+  CHECK(status()["endpoints"][1]["stream"] == json({{"offset", 2}, {"lag", 0}}));
 }
 
 TEST_CASE("the page groups the error queue's messages by endpoint and exception, with each "

@@ -13,6 +13,7 @@
 
 #include "broker.hpp"
 #include "bus/bus.hpp"
+#include "bus/fault.hpp"
 #include "rabbitmq_error_queues.hpp"
 #include "support/sample_messages.hpp"
 
@@ -157,4 +158,37 @@ TEST_CASE("on RabbitMQ the page's seam reads the failed messages of an error que
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == bus::errc::unknown_queue);
   (*bus)->stop();
+}
+
+TEST_CASE("on RabbitMQ the page's seam does not replay a message read from a stream into the "
+          "stream") {
+  auto settings = bus::test::test_settings();
+  settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
+  auto transport = bus::test::connect_transport(settings);
+  auto stream = bus::test::unique_name("audit");
+  auto error_queue = bus::test::unique_name("projection") + "_error";
+  REQUIRE(transport->declare_stream(stream, {}));
+  REQUIRE(transport->declare_queue(error_queue));
+  bus::envelope failed;
+  failed.message_id = "s-1";
+  failed.message_type = "order_placed";
+  failed.body = bus::message_body::text(R"({"order_id":"s-1","amount":1})");
+  bus::fault_details fault;
+  fault.original_address = stream;
+  fault.stream_offset = 41;
+  REQUIRE(transport->send(error_queue, bus::with_fault_headers(failed, fault)));
+
+  auto* access = transport->error_queues();
+  REQUIRE(access != nullptr);
+  auto replayed = access->replay(
+    error_queue, [](const bus::failed_message&) { return true; }, stream,
+    std::chrono::system_clock::now());
+  REQUIRE_FALSE(replayed);
+  CHECK_THAT(replayed.error().message,
+             Catch::Contains("replayed 0 of 1")
+               && Catch::Contains("read from stream '" + stream + "' at offset 41"));
+  auto left = access->read(error_queue, 0);
+  REQUIRE(left);
+  REQUIRE(left->size() == 1);
+  CHECK(left->at(0).stream_offset == "41");
 }

@@ -24,7 +24,7 @@ bool takes_selection(command_kind c) {
 bool takes_value(const std::string& name) {
   return name == "--url" || name == "--url-file" || name == "--queue" || name == "--limit"
          || name == "--exception-type" || name == "--message-type" || name == "--vhost"
-         || name == "--sqlite" || name == "--postgres";
+         || name == "--sqlite" || name == "--postgres" || name == "--to";
 }
 
 struct raw_options {
@@ -199,6 +199,17 @@ result<command_line> parse_command_line(const std::vector<std::string>& args) {
       out.limit = static_cast<std::size_t>(n);
   }
 
+  if (auto to = take(raw, "--to")) {
+    if (out.command != command_kind::replay)
+      mistakes.push_back("--to names where replay sends messages, not " + name);
+    else if (to->empty())
+      mistakes.push_back("--to needs a queue name");
+    else if (*to == out.queue)
+      mistakes.push_back("--to names '" + *to + "', the queue the messages are replayed from");
+    else
+      out.replay_to = *to;
+  }
+
   auto exception_type = take(raw, "--exception-type");
   auto message_type = take(raw, "--message-type");
   bool group = exception_type || message_type;
@@ -245,6 +256,8 @@ usage:
   busctl groups ENDPOINT                 the same, counted by exception type and message type
   busctl show   ENDPOINT MESSAGE_ID      one message: its headers, properties and body
   busctl replay ENDPOINT SELECTION       back to their original queue, fault headers removed
+                                         (--to QUEUE: to that queue instead; a message read
+                                         from a stream goes back only this way)
   busctl purge  ENDPOINT SELECTION       delete for good
   busctl move-leader QUEUE [--vhost V]   move a quorum queue's leadership to another member:
                                          the remedy for a stranded delay level (its dead
@@ -266,6 +279,7 @@ options (anywhere on the line):
                     without either: the environment variable BUS_RABBITMQ_URL
   --queue QUEUE     read this queue instead of ENDPOINT_error (a skipped queue, say)
   --limit N         look at no more than N messages from the head of the queue
+  --to QUEUE        replay: send the messages to QUEUE, not to their original queue
   --sqlite FILE     outbox: the SQLite store's file (never created: it must exist)
   --postgres CONNINFO
                     outbox: the PostgreSQL store, a libpq connection string or URI

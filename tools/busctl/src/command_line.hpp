@@ -30,6 +30,9 @@ struct command_line {
   std::size_t limit = 0;
   std::string message_id;            // show
   std::optional<selector> selection; // replay, purge
+  // replay --to: where every selected message goes, instead of its original
+  // queue (the way back for a message read from a stream).
+  std::optional<std::string> replay_to;
   // outbox: exactly one of them, the store it reads (no broker involved).
   std::optional<std::string> sqlite;   // --sqlite FILE
   std::optional<std::string> postgres; // --postgres CONNINFO

@@ -73,7 +73,8 @@ int run_command(const command_line& cl, error_queue_admin& admin, std::ostream& 
     }
     case command_kind::replay: {
       auto report =
-        admin.replay(cl.queue, cl.limit, *cl.selection, cl.endpoint, std::chrono::system_clock::now());
+        admin.replay(cl.queue, cl.limit, *cl.selection, cl.endpoint,
+                     std::chrono::system_clock::now(), cl.replay_to);
       if (!report)
         return op_failure(report.error());
       print_lines(err, problem_lines(*report));

@@ -62,7 +62,8 @@ result<queue_listing> error_queue_admin::peek(const std::string& queue, std::siz
 result<replay_report> error_queue_admin::replay(const std::string& queue, std::size_t limit,
                                                 const selector& which,
                                                 const std::string& endpoint_queue,
-                                                time_point now) {
+                                                time_point now,
+                                                const std::optional<std::string>& to) {
   auto browse = admin_->browse(queue, limit);
   if (!browse)
     return explain(browse.error(), queue);
@@ -78,7 +79,7 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
   bool acked_any = false;
   for (auto index : chosen.chosen) {
     const auto& m = messages[index];
-    auto destination = replay_destination(m, endpoint_queue);
+    auto destination = replay_destination(m, endpoint_queue, to);
     if (!stopped.empty()) {
       report.failed.push_back({m.id, destination, "not attempted: " + stopped});
       continue;
@@ -86,6 +87,10 @@ result<replay_report> error_queue_admin::replay(const std::string& queue, std::s
     if (destination == queue) {
       report.failed.push_back(
         {m.id, destination, "its destination is the queue it is on (no original address?)"});
+      continue;
+    }
+    if (auto refusal = replay_refusal(m, destination); !refusal.empty()) {
+      report.failed.push_back({m.id, destination, refusal});
       continue;
     }
     rabbitmq_copy_changes changes;

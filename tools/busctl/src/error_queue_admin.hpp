@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bus/error.hpp"
@@ -42,14 +43,17 @@ public:
   // Every message of `queue`, head first; all of them stay on the queue.
   [[nodiscard]] result<queue_listing> peek(const std::string& queue, std::size_t limit);
 
-  // Each selected message is published to its destination (its original
-  // address, else `endpoint_queue`) with the replay headers (replay_headers.hpp),
+  // Each selected message is published to its destination (`to` if given,
+  // else its original address, else `endpoint_queue`) with the replay
+  // headers (replay_headers.hpp); one read from a stream is not sent back
+  // into it (it is listed as failed, with the reason, and stays),
   // and removed from `queue` only once the broker confirmed the copy: a
   // failure at any point leaves it on `queue`, never on neither. Publishes
   // one at a time, each waiting for its confirm.
   [[nodiscard]] result<replay_report> replay(const std::string& queue, std::size_t limit,
                                              const selector& which,
-                                             const std::string& endpoint_queue, time_point now);
+                                             const std::string& endpoint_queue, time_point now,
+                                             const std::optional<std::string>& to = {});
 
   // Deletes the selected messages. --all without a limit is the broker's
   // queue.purge (it counts, it does not list); anything else reads the

@@ -87,6 +87,7 @@ fault_summary fault_of(const queued_message& m) {
   f.at = text_or_empty(m, header::fault_at);
   f.endpoint = text_or_empty(m, header::fault_endpoint);
   f.original_address = text_or_empty(m, header::fault_original_address);
+  f.stream_offset = text_or_empty(m, header::fault_stream_offset);
   f.immediate_retries = number(m, header::fault_immediate_retries);
   f.delivery_count = number(m, header::fault_delivery_count);
   f.replay_count = number(m, header::replay_count);

@@ -58,6 +58,7 @@ struct fault_summary {
   std::string at; // ISO 8601, as written (bus-fault-at)
   std::string endpoint;
   std::string original_address;
+  std::string stream_offset; // bus-fault-stream-offset: read from a stream, at this offset
   std::optional<std::int64_t> immediate_retries;
   std::optional<std::int64_t> delivery_count; // redeliveries before it failed for good
   std::optional<std::int64_t> replay_count;   // replays by busctl before this failure

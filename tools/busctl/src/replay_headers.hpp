@@ -3,6 +3,7 @@
 // unit-tested without a broker; docs/busctl.md explains each one.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,9 +25,14 @@ using bus::kept_on_replay;
 [[nodiscard]] std::vector<std::pair<std::string, std::string>>
 replay_additions(const queued_message& m, time_point now, const std::string& source_queue);
 
-// Where a replay sends the message: bus-fault-original-address, else
-// `endpoint_queue`.
+// Where a replay sends the message: `to` when given (replay --to), else
+// bus-fault-original-address, else `endpoint_queue`.
 [[nodiscard]] std::string replay_destination(const queued_message& m,
-                                             const std::string& endpoint_queue);
+                                             const std::string& endpoint_queue,
+                                             const std::optional<std::string>& to = {});
+
+// Why `m` may not be replayed to `destination`, empty if it may:
+// bus::stream_replay_refusal on its fault headers.
+[[nodiscard]] std::string replay_refusal(const queued_message& m, const std::string& destination);
 
 } // namespace bus::ctl

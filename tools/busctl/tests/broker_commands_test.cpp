@@ -196,6 +196,36 @@ TEST_CASE("busctl replay to a queue that no longer exists keeps the message on t
   CHECK(ids_of(busctl_json({"list", q.endpoint})) == std::vector<std::string>{"lost-destination"});
 }
 
+TEST_CASE("busctl replay keeps a message read from a stream out of the stream, and --to sends it "
+          "to a queue") {
+  seeded_endpoint q;
+  auto stream = unique_name("audit");
+  REQUIRE(q.broker->declare_stream(stream, {}));
+  auto from_stream = bus::ctl::test::failed_copy("s-1", "order_placed", "db_error", stream);
+  from_stream.headers.set(bus::header::fault_stream_offset, "41");
+  REQUIRE(q.broker->send(q.error_queue, from_stream));
+
+  // Back into the stream it would be appended for every reader: refused,
+  // and the message stays where it is.
+  auto refused = run_busctl({"replay", q.endpoint, "--all", "--json", "--url", broker_url()});
+  CHECK(refused.code == 5);
+  auto doc = refused.json();
+  CHECK(doc["replayed"].empty());
+  REQUIRE(doc["failed"].size() == 1);
+  CHECK(doc["failed"][0]["id"] == "s-1");
+  CHECK_THAT(doc["failed"][0]["problem"].get<std::string>(),
+             Catch::Contains("read from stream '" + stream + "' at offset 41"));
+  CHECK(ids_of(busctl_json({"list", q.endpoint})) == std::vector<std::string>{"s-1"});
+
+  auto fixes = unique_name("audit-fixes");
+  REQUIRE(q.broker->declare_queue(fixes));
+  auto sent = busctl_json({"replay", q.endpoint, "--all", "--to", fixes});
+  REQUIRE(sent["replayed"].size() == 1);
+  CHECK(sent["replayed"][0]["destination"] == fixes);
+  CHECK(busctl_json({"list", q.endpoint})["count"] == 0);
+  CHECK(eventually([&] { return q.depth(fixes) == 1; }, std::chrono::seconds(20)));
+}
+
 TEST_CASE("busctl purge deletes one id, then a group, then everything, and says when nothing matched") {
   seeded_endpoint q;
   q.fail("a");

@@ -176,3 +176,15 @@ TEST_CASE("the store options --sqlite and --postgres belong to outbox only") {
   CHECK_THAT(refusal({"move-leader", "q", "--sqlite", "a.db"}),
              Catch::Contains("--sqlite does not apply to move-leader"));
 }
+
+TEST_CASE("replay --to names the queue the messages go to instead of their original one") {
+  CHECK(parsed({"replay", "audit-reader", "--all", "--to", "audit.fixes"}).replay_to
+        == std::optional<std::string>("audit.fixes"));
+  CHECK_FALSE(parsed({"replay", "audit-reader", "--all"}).replay_to);
+  CHECK_THAT(refusal({"purge", "audit-reader", "--all", "--to", "x"}),
+             Catch::Contains("--to names where replay sends messages, not purge"));
+  CHECK_THAT(refusal({"replay", "audit-reader", "--all", "--to="}),
+             Catch::Contains("--to needs a queue name"));
+  CHECK_THAT(refusal({"replay", "audit-reader", "--all", "--to", "audit-reader_error"}),
+             Catch::Contains("the queue the messages are replayed from"));
+}

@@ -64,3 +64,17 @@ TEST_CASE("a replay goes to the original address, else to the endpoint's queue")
   auto without = bus::ctl::test::make_message({"id-2", "t", "e", "2026-11-22T18:00:00.000Z", ""});
   CHECK(replay_destination(without, "billing") == "billing");
 }
+
+TEST_CASE("replay --to sends every message to the queue it names") {
+  auto m = bus::ctl::test::make_message({"id-1", "t", "e", "2026-11-22T18:00:00.000Z", "billing.v2"});
+  CHECK(replay_destination(m, "billing", std::string("billing.fixes")) == "billing.fixes");
+}
+
+TEST_CASE("a message read from a stream is refused a replay into the stream, not to a queue") {
+  auto m = bus::ctl::test::make_message({"id-1", "t", "e", "2026-11-22T18:00:00.000Z", "audit"});
+  CHECK(replay_refusal(m, "audit").empty()); // a queue's message: no stream offset
+  m.headers.push_back({std::string(h::fault_stream_offset), "41"});
+  CHECK_THAT(replay_refusal(m, replay_destination(m, "audit-reader")),
+             Catch::Contains("read from stream 'audit' at offset 41"));
+  CHECK(replay_refusal(m, replay_destination(m, "audit-reader", std::string("audit.fixes"))).empty());
+}

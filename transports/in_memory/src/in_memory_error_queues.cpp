@@ -33,14 +33,28 @@ result<std::size_t> in_memory_error_queues::replay(const std::string& queue,
                                                    const std::string& fallback, time_point now) {
   if (!transport_.has_queue(queue))
     return no_such_queue(queue);
-  auto taken = transport_.take(
-    queue, [&](const envelope& msg) { return selected(failed_message_of(msg, queue)); });
+  auto destination_of = [&](const failed_message& m) {
+    return m.original_address.empty() ? fallback : m.original_address;
+  };
+  std::size_t chosen = 0;
+  std::optional<error> problem; // the first refusal or send refused
+  // A message that may not go back where it came from is not taken at all:
+  // it keeps its place on the error queue.
+  auto taken = transport_.take(queue, [&](const envelope& msg) {
+    auto m = failed_message_of(msg, queue);
+    if (!selected(m))
+      return false;
+    ++chosen;
+    auto refusal = stream_replay_refusal(m.stream_offset, m.original_address, destination_of(m));
+    if (refusal.empty())
+      return true;
+    if (!problem)
+      problem = error{errc::invalid_configuration, "message " + m.id + ": " + refusal};
+    return false;
+  });
   std::size_t replayed = 0;
-  std::optional<error> problem; // the first send refused
   for (auto& msg : taken) {
-    auto destination = failed_message_of(*msg, queue).original_address;
-    if (destination.empty())
-      destination = fallback;
+    auto destination = destination_of(failed_message_of(*msg, queue));
     auto sent = transport_.send(destination, replayed_copy(*msg, now, queue));
     if (sent) {
       ++replayed;
@@ -53,8 +67,8 @@ result<std::size_t> in_memory_error_queues::replay(const std::string& queue,
   }
   if (problem)
     return error{problem->code, "replayed " + std::to_string(replayed) + " of "
-                                  + std::to_string(taken.size()) + "; the others are back on '"
-                                  + queue + "': " + problem->message};
+                                  + std::to_string(chosen) + "; the others are on '" + queue
+                                  + "': " + problem->message};
   return replayed;
 }
 

@@ -130,6 +130,11 @@ result<std::size_t> rabbitmq_error_queues::replay(const std::string& queue,
                         + "' itself (it names no original address)"};
       continue;
     }
+    if (auto refusal = stream_replay_refusal(m.stream_offset, m.original_address, destination);
+        !refusal.empty()) {
+      problem = error{errc::invalid_configuration, "message " + m.id + ": " + refusal};
+      continue;
+    }
     rabbitmq_copy_changes changes;
     changes.keep_header = [](std::string_view name) { return kept_on_replay(name); };
     changes.added_headers = replay_additions(replays_before(m), now, queue);
