@@ -17,18 +17,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bus/message_store.hpp"
+#include "bus/forwarding_store.hpp"
 #include "measure.hpp"
 
 namespace bench {
 
-class timing_store final : public bus::message_store {
+class timing_store final : public bus::forwarding_store {
 public:
   // `marked` is completed after each successful mark.
   timing_store(std::shared_ptr<bus::message_store> inner, completion& marked)
-      : inner_(std::move(inner)), marked_(marked) {}
-
-  [[nodiscard]] std::string_view name() const noexcept override { return inner_->name(); }
+      : forwarding_store(std::move(inner)), marked_(marked) {}
 
   bus::result<bus::inbox_entry> receive(const bus::inbox_key& key, bus::time_point now) override {
     auto at = now_ns();
@@ -36,7 +34,7 @@ public:
       std::lock_guard<std::mutex> guard(mutex_);
       received_[key.message_id] = at;
     }
-    auto entry = inner_->receive(key, now);
+    auto entry = inner().receive(key, now);
     add(call_ns_[0], now_ns() - at);
     if (entry && entry->transaction)
       entry->transaction =
@@ -53,7 +51,7 @@ public:
         committed_.erase(it);
       }
     }
-    auto marked = inner_->mark_dispatched(key, now);
+    auto marked = inner().mark_dispatched(key, now);
     add(call_ns_[2], now_ns() - at);
     if (marked) {
       auto end = now_ns();
@@ -68,20 +66,6 @@ public:
     }
     return marked;
   }
-
-  bus::result<std::size_t> clean(const std::string& endpoint, bus::time_point before,
-                                 std::size_t batch) override {
-    return inner_->clean(endpoint, before, batch);
-  }
-  bus::result<void> renew_lease(bus::time_point until) override {
-    return inner_->renew_lease(until);
-  }
-  bus::result<std::vector<bus::orphan>> claim_orphans(bus::time_point now,
-                                                      std::size_t limit) override {
-    return inner_->claim_orphans(now, limit);
-  }
-  bus::result<void> release(const bus::inbox_key& key) override { return inner_->release(key); }
-  bus::result<std::vector<bus::outbox_backlog>> backlog() override { return inner_->backlog(); }
 
   // Commit-to-mark of every message marked so far, in microseconds.
   [[nodiscard]] std::vector<double> latencies_us() const {
@@ -139,7 +123,6 @@ public:
   }
 
 private:
-  std::shared_ptr<bus::message_store> inner_;
   completion& marked_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::int64_t> committed_; // message id -> commit returned

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "bus/forwarding_store.hpp"
 #include "bus/sqlite_store.hpp"
 #include "stores/sqlite_reader.hpp"
 #include "support/eventually.hpp"
@@ -25,10 +26,10 @@ namespace {
 // The SQLite store, with each of the cleanup's first `paced` batches held
 // back until the consumers have handled `step` more messages: the batches
 // then certainly fall among the deliveries, whatever the threads' speed.
-class pacing_store final : public bus::message_store {
+class pacing_store final : public bus::forwarding_store {
 public:
   pacing_store(std::shared_ptr<bus::message_store> inner, int paced, int step)
-    : inner_(std::move(inner)), paced_(paced), step_(step) {}
+    : forwarding_store(std::move(inner)), paced_(paced), step_(step) {}
 
   // A handler's message went through.
   void handled() {
@@ -52,28 +53,10 @@ public:
         at_batches_.push_back(handled_);
       }
     }
-    return inner_->clean(endpoint, before, batch);
+    return inner().clean(endpoint, before, batch);
   }
-
-  std::string_view name() const noexcept override { return inner_->name(); }
-  bus::result<bus::inbox_entry> receive(const bus::inbox_key& key, bus::time_point now) override {
-    return inner_->receive(key, now);
-  }
-  bus::result<void> mark_dispatched(const bus::inbox_key& key, bus::time_point now) override {
-    return inner_->mark_dispatched(key, now);
-  }
-  bus::result<void> renew_lease(bus::time_point until) override {
-    return inner_->renew_lease(until);
-  }
-  bus::result<std::vector<bus::orphan>> claim_orphans(bus::time_point now,
-                                                      std::size_t limit) override {
-    return inner_->claim_orphans(now, limit);
-  }
-  bus::result<void> release(const bus::inbox_key& key) override { return inner_->release(key); }
-  bus::result<std::vector<bus::outbox_backlog>> backlog() override { return inner_->backlog(); }
 
 private:
-  std::shared_ptr<bus::message_store> inner_;
   const int paced_;
   const int step_;
   mutable std::mutex mutex_;

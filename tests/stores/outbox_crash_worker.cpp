@@ -35,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "bus/bus.hpp"
+#include "bus/forwarding_store.hpp"
 #include "bus/postgres_store.hpp"
 #include "bus/rabbitmq_transport.hpp"
 #include "bus/sqlite_store.hpp"
@@ -68,15 +69,13 @@ private:
 
 // The store of ENDPOINT, killing the process at the chosen step: a real
 // kill -9 at an exact point of the delivery, no hook in the bus itself.
-class crashing_store : public bus::message_store {
+class crashing_store : public bus::forwarding_store {
 public:
   crashing_store(std::shared_ptr<bus::message_store> inner, std::string step, int n)
-    : inner_(std::move(inner)), step_(std::move(step)), left_(n) {}
-
-  std::string_view name() const noexcept override { return inner_->name(); }
+    : forwarding_store(std::move(inner)), step_(std::move(step)), left_(n) {}
 
   bus::result<bus::inbox_entry> receive(const bus::inbox_key& key, bus::time_point now) override {
-    auto entry = inner_->receive(key, now);
+    auto entry = inner().receive(key, now);
     if (entry && entry->transaction)
       entry->transaction = std::make_unique<crashing_transaction>(
         std::move(entry->transaction), [this] { reached("after_commit"); });
@@ -85,23 +84,11 @@ public:
 
   bus::result<void> mark_dispatched(const bus::inbox_key& key, bus::time_point now) override {
     reached("after_dispatch");
-    auto marked = inner_->mark_dispatched(key, now);
+    auto marked = inner().mark_dispatched(key, now);
     if (marked)
       reached("after_mark");
     return marked;
   }
-
-  bus::result<std::size_t> clean(const std::string& endpoint, bus::time_point before,
-                                 std::size_t batch) override {
-    return inner_->clean(endpoint, before, batch);
-  }
-  bus::result<void> renew_lease(bus::time_point until) override { return inner_->renew_lease(until); }
-  bus::result<std::vector<bus::orphan>> claim_orphans(bus::time_point now,
-                                                      std::size_t limit) override {
-    return inner_->claim_orphans(now, limit);
-  }
-  bus::result<void> release(const bus::inbox_key& key) override { return inner_->release(key); }
-  bus::result<std::vector<bus::outbox_backlog>> backlog() override { return inner_->backlog(); }
 
 private:
   void reached(const char* step) {
@@ -109,7 +96,6 @@ private:
       std::raise(SIGKILL);
   }
 
-  std::shared_ptr<bus::message_store> inner_;
   std::string step_;
   std::atomic<int> left_;
 };

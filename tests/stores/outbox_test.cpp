@@ -5,6 +5,8 @@
 // a failed attempt for the policy.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <sqlite3.h>
 
 #include "bus/sqlite_store.hpp"
@@ -423,4 +425,39 @@ TEST_CASE("outbox session: a store that is no endpoint's outbox is refused") {
   auto session = bus.outbox_session(open_store(f.dir.file("other.db")));
   REQUIRE_FALSE(session);
   CHECK(session.error().code == bus::errc::invalid_configuration);
+}
+
+TEST_CASE("outbox: a stream endpoint with a store keeps its offset there, not in a file, and "
+          "resumes from it") {
+  billing_db f;
+  bus::testing::harness h;
+  std::vector<std::string> seen;
+  // Starts the projection, then appends o-<from> .. o-<to - 1> and runs.
+  auto run_projection = [&](int from, int to) {
+    auto b = h.builder();
+    b.message<order_placed>("order_placed")
+      .stream_endpoint("projection", "audit", [&](bus::endpoint_builder& e) {
+        e.outbox(f.store).start_from(bus::stream_start::first())
+          .handle<order_placed>([&seen](const order_placed& m) { seen.push_back(m.order_id); });
+      });
+    h.start(b);
+    for (int i = from; i < to; ++i)
+      REQUIRE(h.bus().send("audit", order_placed{"o-" + std::to_string(i), 1}));
+    h.run();
+  };
+  run_projection(0, 3);
+  h.stop();
+  CHECK(f.db.number("SELECT committed FROM bus_stream_offsets WHERE reader = 'projection' AND "
+                    "stream = 'audit'")
+        == 2);
+  CHECK((!std::filesystem::exists(h.stream_offset_directory())
+         || std::filesystem::is_empty(h.stream_offset_directory())));
+
+  run_projection(3, 5);
+  // The inbox would keep o-0 to o-2 from running twice anyway; the log
+  // line says the reader did not read them again.
+  CHECK(seen == std::vector<std::string>{"o-0", "o-1", "o-2", "o-3", "o-4"});
+  CHECK(h.logged("endpoint 'projection' resumes reading the stream 'audit' after offset 2 (the "
+                 "sqlite store)"));
+  CHECK(f.db.number("SELECT committed FROM bus_stream_offsets") == 4);
 }

@@ -308,3 +308,36 @@ TEST_CASE(BUS_STORE_NAME ": the backlog counts, per endpoint, the messages whose
   CHECK((*backlog)[1].sends == 1);
   CHECK((*backlog)[1].oldest == now + 5s);
 }
+
+TEST_CASE(BUS_STORE_NAME ": a stream reader's offset is kept per reader and stream, replaced by each "
+                         "save, and found again by another opening") {
+  store_backend b;
+  {
+    auto store = b.open();
+    auto none = store->stream_offset("projection", "audit");
+    REQUIRE(none);
+    CHECK_FALSE(*none);
+    REQUIRE(store->save_stream_offset("projection", "audit", 41));
+    REQUIRE(store->save_stream_offset("projection", "audit", 42));
+    REQUIRE(store->save_stream_offset("archive", "audit", 7));
+    REQUIRE(store->save_stream_offset("projection", "audit.v2", 0));
+  }
+  auto again = b.open(); // as a process started again would
+  auto offset = [&](const std::string& reader, const std::string& stream) {
+    auto kept = again->stream_offset(reader, stream);
+    REQUIRE(kept);
+    return *kept;
+  };
+  CHECK(offset("projection", "audit") == std::optional<std::uint64_t>(42));
+  CHECK(offset("archive", "audit") == std::optional<std::uint64_t>(7));
+  CHECK(offset("projection", "audit.v2") == std::optional<std::uint64_t>(0));
+  CHECK_FALSE(offset("archive", "audit.v2"));
+  // The largest offset a signed 64-bit column holds goes in and comes out.
+  constexpr std::uint64_t largest = 9'223'372'036'854'775'807ULL;
+  REQUIRE(again->save_stream_offset("archive", "audit", largest));
+  CHECK(offset("archive", "audit") == std::optional<std::uint64_t>(largest));
+  auto beyond = again->save_stream_offset("archive", "audit", largest + 1);
+  REQUIRE_FALSE(beyond);
+  CHECK(beyond.error().code == bus::errc::store_failure);
+  CHECK(offset("archive", "audit") == std::optional<std::uint64_t>(largest));
+}

@@ -6,6 +6,8 @@
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
 #include "endpoint_actor.hpp"
+#include "stream/offset_file.hpp"
+#include "stream/offset_in_store.hpp"
 #include "stream/reader.hpp"
 #include "validation.hpp"
 
@@ -59,10 +61,16 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
   log_policies(def);
   auto run = std::make_shared<detail::endpoint_run>();
   auto budget = detail::budget_for(def, options, budgets);
-  // A stream endpoint resumes after the offset it saved, if any.
+  // A stream endpoint resumes after the offset it saved, if any: in its
+  // store when it has one, else in a file of the bus's own.
   std::shared_ptr<detail::stream_reader> reader;
   if (def.stream) {
-    auto opened = detail::stream_reader::open(def.name, input, stream_offset_directory, t,
+    std::unique_ptr<detail::stream_offset_keeper> kept;
+    if (def.store)
+      kept = std::make_unique<detail::stream_offset_in_store>(def.store, input, def.name);
+    else
+      kept = std::make_unique<detail::stream_offset_file>(stream_offset_directory, input, def.name);
+    auto opened = detail::stream_reader::open(def.name, input, std::move(kept), t,
                                               e.status->counters, log);
     if (!opened)
       return opened.error();

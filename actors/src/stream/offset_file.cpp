@@ -29,7 +29,7 @@ stream_offset_file::stream_offset_file(std::string directory, const std::string&
       path_((fs::path(directory_) / (file_part(stream) + "." + file_part(reader) + ".offset"))
               .string()) {}
 
-result<std::optional<std::uint64_t>> stream_offset_file::load() const {
+result<std::optional<std::uint64_t>> stream_offset_file::load() {
   std::ifstream in(path_);
   if (!in) {
     std::error_code ec;

@@ -16,24 +16,21 @@
 #include <string>
 
 #include "bus/error.hpp"
+#include "stream/offset_keeper.hpp"
 
 namespace bus::detail {
 
-class stream_offset_file {
+class stream_offset_file final : public stream_offset_keeper {
 public:
   // <directory>/<stream>.<reader>.offset; the directory is created by the
   // first save that works. Not thread-safe: its reader's mutex guards it.
   stream_offset_file(std::string directory, const std::string& stream, const std::string& reader);
 
-  // The offset saved last; none if nothing was ever saved. A file that
-  // holds anything but an offset is an error naming it, not "none": a
-  // reader that started over from its start_from would read again, or
-  // skip, what the file was there to remember.
-  [[nodiscard]] result<std::optional<std::uint64_t>> load() const;
-
-  [[nodiscard]] result<void> save(std::uint64_t committed);
-
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  // A file that holds anything but an offset is an error naming it.
+  [[nodiscard]] result<std::optional<std::uint64_t>> load() override;
+  [[nodiscard]] result<void> save(std::uint64_t committed) override;
+  // The file's path.
+  [[nodiscard]] std::string where() const override { return path_; }
 
 private:
   std::string directory_;

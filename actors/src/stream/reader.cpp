@@ -6,24 +6,26 @@ namespace bus::detail {
 
 result<std::shared_ptr<stream_reader>>
 stream_reader::open(const std::string& reader, const std::string& stream,
-                    const std::string& directory, const ::bus::transport& transport,
-                    endpoint_counters& counters, loggers log) {
-  stream_offset_file file(directory, stream, reader);
-  auto saved = file.load();
+                    std::unique_ptr<stream_offset_keeper> kept,
+                    const ::bus::transport& transport, endpoint_counters& counters, loggers log) {
+  auto saved = kept->load();
   if (!saved)
-    return saved.error();
+    return error{saved.error().code, "endpoint '" + reader + "' cannot read its offset in the "
+                                       "stream '" + stream + "' from " + kept->where() + ": "
+                                       + saved.error().message};
   if (*saved)
     log.endpoint->info("endpoint '{}' resumes reading the stream '{}' after offset {} ({})",
-                       reader, stream, **saved, file.path());
+                       reader, stream, **saved, kept->where());
   return std::shared_ptr<stream_reader>(new stream_reader(
-    reader, stream, std::move(file), *saved, transport, counters, std::move(log)));
+    reader, stream, std::move(kept), *saved, transport, counters, std::move(log)));
 }
 
-stream_reader::stream_reader(std::string reader, std::string stream, stream_offset_file file,
+stream_reader::stream_reader(std::string reader, std::string stream,
+                             std::unique_ptr<stream_offset_keeper> kept,
                              std::optional<std::uint64_t> saved,
                              const ::bus::transport& transport, endpoint_counters& counters,
                              loggers log)
-    : reader_(std::move(reader)), stream_(std::move(stream)), file_(std::move(file)),
+    : reader_(std::move(reader)), stream_(std::move(stream)), kept_(std::move(kept)),
       saved_(saved), transport_(transport), counters_(counters), log_(std::move(log)),
       position_(saved ? std::optional<std::uint64_t>(*saved + 1) : std::nullopt) {
   std::lock_guard<std::mutex> guard(mutex_);
@@ -62,7 +64,7 @@ void stream_reader::settled(std::uint64_t offset) {
   auto now = position_.committed();
   if (!now || now == before)
     return;
-  if (auto saved = file_.save(*now); !saved) {
+  if (auto saved = kept_->save(*now); !saved) {
     if (!save_failing_)
       log_.endpoint->error("endpoint '{}' cannot save its offset {} in the stream '{}': {}; it "
                            "goes on reading, and tries again at each message, but a restart "

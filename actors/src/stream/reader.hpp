@@ -6,8 +6,8 @@
 // Two sides touch it, each on its own thread: the transport's delivery
 // callback says what was read (in offset order), and the consumers say
 // what settled (in any order, from several slots). A mutex orders them;
-// the save happens under it, so two saves never race and the file never
-// goes back.
+// the save happens under it, so two saves never race and the kept offset
+// never goes back.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +20,19 @@
 #include "bus/stream.hpp"
 #include "bus/transport.hpp"
 #include "logging.hpp"
-#include "stream/offset_file.hpp"
+#include "stream/offset_keeper.hpp"
 
 namespace bus::detail {
 
 class stream_reader {
 public:
   // The reading of `stream` by the endpoint `reader`, resuming after the
-  // offset saved in `directory` if there is one. An unreadable offset is
-  // an error: starting over would read again or skip what it remembers.
+  // offset `kept` holds if there is one. An unreadable offset is an error:
+  // starting over would read again or skip what it remembers.
   [[nodiscard]] static result<std::shared_ptr<stream_reader>>
-  open(const std::string& reader, const std::string& stream, const std::string& directory,
-       const ::bus::transport& transport, endpoint_counters& counters, loggers log);
+  open(const std::string& reader, const std::string& stream,
+       std::unique_ptr<stream_offset_keeper> kept, const ::bus::transport& transport,
+       endpoint_counters& counters, loggers log);
 
   // Where the transport starts delivering: after the saved offset, or
   // else `configured` (the endpoint's start_from).
@@ -45,7 +46,7 @@ public:
   void settled(std::uint64_t offset);
 
 private:
-  stream_reader(std::string reader, std::string stream, stream_offset_file file,
+  stream_reader(std::string reader, std::string stream, std::unique_ptr<stream_offset_keeper> kept,
                 std::optional<std::uint64_t> saved, const ::bus::transport& transport,
                 endpoint_counters& counters, loggers log);
   // Under the mutex: the counters from the position and `tail_`.
@@ -53,7 +54,7 @@ private:
 
   const std::string reader_;
   const std::string stream_;
-  stream_offset_file file_; // guarded by mutex_
+  const std::unique_ptr<stream_offset_keeper> kept_; // used under mutex_
   const std::optional<std::uint64_t> saved_; // when it started
   const ::bus::transport& transport_;
   endpoint_counters& counters_;

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -146,6 +147,19 @@ public:
   // The backlog of every endpoint with one, by endpoint name; endpoints
   // with nothing pending are left out. Reads only. May block.
   virtual result<std::vector<outbox_backlog>> backlog() = 0;
+
+  // Where the endpoint `reader` stands in `stream` (issue 27): the last
+  // offset with everything up to it settled, none if it never saved one.
+  // RabbitMQ keeps no offsets for AMQP 0.9.1 readers; an endpoint with a
+  // store keeps its offset here, beside its inbox, instead of in a file.
+  // May block.
+  virtual result<std::optional<std::uint64_t>> stream_offset(const std::string& reader,
+                                                             const std::string& stream) = 0;
+
+  // Saves `committed` as where `reader` stands in `stream`, replacing what
+  // was there, in a short transaction of its own. May block.
+  virtual result<void> save_stream_offset(const std::string& reader, const std::string& stream,
+                                          std::uint64_t committed) = 0;
 };
 
 namespace detail {

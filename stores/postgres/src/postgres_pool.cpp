@@ -40,6 +40,14 @@ CREATE TABLE IF NOT EXISTS bus_outbox (
   record     TEXT    NOT NULL,  -- bus::encode_outgoing()
   PRIMARY KEY (endpoint, message_id, position)
 );
+-- Where each stream endpoint stands in its stream. Added to version 1: an
+-- older bus never reads it, so the version stays.
+CREATE TABLE IF NOT EXISTS bus_stream_offsets (
+  reader    TEXT   NOT NULL,  -- the endpoint's name
+  stream    TEXT   NOT NULL,
+  committed BIGINT NOT NULL,  -- the last offset with everything up to it settled
+  PRIMARY KEY (reader, stream)
+);
 COMMIT;
 )sql";
 
@@ -52,7 +60,7 @@ struct statement_text {
 };
 
 // Every parameter travels as text and is cast where SQL needs a number.
-constexpr std::array<statement_text, 12> statements{{
+constexpr std::array<statement_text, 14> statements{{
   {pg_statement::insert_inbox, "bus_insert_inbox",
    "INSERT INTO bus_inbox (endpoint, message_id, owner, received_at) "
    "VALUES ($1, $2, $3, $4::bigint) ON CONFLICT DO NOTHING"},
@@ -101,6 +109,11 @@ constexpr std::array<statement_text, 12> statements{{
    "FROM bus_inbox AS i LEFT JOIN bus_outbox AS o "
    "ON o.endpoint = i.endpoint AND o.message_id = i.message_id "
    "WHERE i.dispatched_at IS NULL GROUP BY i.endpoint ORDER BY i.endpoint"},
+  {pg_statement::stream_offset, "bus_stream_offset",
+   "SELECT committed FROM bus_stream_offsets WHERE reader = $1 AND stream = $2"},
+  {pg_statement::save_stream_offset, "bus_save_stream_offset",
+   "INSERT INTO bus_stream_offsets (reader, stream, committed) VALUES ($1, $2, $3::bigint) "
+   "ON CONFLICT (reader, stream) DO UPDATE SET committed = excluded.committed"},
 }};
 
 constexpr bool in_enum_order() {

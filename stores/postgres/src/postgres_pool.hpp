@@ -26,7 +26,8 @@ using pg_result = std::unique_ptr<PGresult, pg_result_deleter>;
 // The bus's prepared statements, by name (see postgres_pool.cpp).
 enum class pg_statement {
   insert_inbox, dispatched_at, stored_rows, insert_outbox, nothing_to_send, mark_dispatched,
-  forget_inbox, clean_inbox, renew_lease, claim_orphans, release, backlog
+  forget_inbox, clean_inbox, renew_lease, claim_orphans, release, backlog, stream_offset,
+  save_stream_offset
 };
 
 struct postgres_connection {

@@ -1,5 +1,8 @@
 #include "bus/postgres_store.hpp"
 
+#include <cstdlib>
+#include <limits>
+
 #include "postgres_pool.hpp"
 
 namespace bus {
@@ -257,6 +260,41 @@ result<std::vector<outbox_backlog>> postgres_store::backlog() {
                    static_cast<std::size_t>(std::atoll(PQgetvalue(rows.get(), i, 2))),
                    from_unix_ms(std::atoll(PQgetvalue(rows.get(), i, 3)))});
   return out;
+}
+
+result<std::optional<std::uint64_t>> postgres_store::stream_offset(const std::string& reader,
+                                                                   const std::string& stream) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  postgres_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  auto row = c.run(pg_statement::stream_offset, {reader, stream});
+  if (!succeeded(row))
+    return pool_->failure(c, "cannot read the offset of '" + reader + "' in '" + stream + "'", row);
+  if (PQntuples(row.get()) == 0)
+    return std::optional<std::uint64_t>();
+  auto value = std::atoll(PQgetvalue(row.get(), 0, 0));
+  if (value < 0)
+    return std::optional<std::uint64_t>();
+  return std::optional<std::uint64_t>(static_cast<std::uint64_t>(value));
+}
+
+result<void> postgres_store::save_stream_offset(const std::string& reader,
+                                                const std::string& stream,
+                                                std::uint64_t committed) {
+  if (committed > static_cast<std::uint64_t>(std::numeric_limits<long long>::max()))
+    return error{errc::store_failure, pool_->label + ": offset "
+                                        + std::to_string(committed) + " is beyond a bigint"};
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  postgres_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  if (auto r = c.run(pg_statement::save_stream_offset, {reader, stream, std::to_string(committed)});
+      !succeeded(r))
+    return pool_->failure(c, "cannot save the offset of '" + reader + "' in '" + stream + "'", r);
+  return {};
 }
 
 } // namespace bus

@@ -35,6 +35,14 @@ CREATE TABLE IF NOT EXISTS bus_outbox (
   record     TEXT    NOT NULL,    -- bus::encode_outgoing()
   PRIMARY KEY (endpoint, message_id, position)
 ) WITHOUT ROWID;
+-- Where each stream endpoint stands in its stream. Added to version 1: an
+-- older bus never reads it, so the version stays.
+CREATE TABLE IF NOT EXISTS bus_stream_offsets (
+  reader     TEXT    NOT NULL,    -- the endpoint's name
+  stream     TEXT    NOT NULL,
+  committed  INTEGER NOT NULL,    -- the last offset with everything up to it settled
+  PRIMARY KEY (reader, stream)
+) WITHOUT ROWID;
 )sql";
 
 constexpr int schema_version = 1;
@@ -153,7 +161,13 @@ result<std::unique_ptr<sqlite_connection>> sqlite_pool::take() {
                                  "message_id = ?2")
             && prepare(c->release, "UPDATE bus_inbox SET owner = '' WHERE endpoint = ?1 AND "
                                    "message_id = ?2 AND dispatched_at IS NULL")
-            && prepare(c->backlog, backlog_sql);
+            && prepare(c->backlog, backlog_sql)
+            && prepare(c->stream_offset, "SELECT committed FROM bus_stream_offsets WHERE "
+                                         "reader = ?1 AND stream = ?2")
+            && prepare(c->save_stream_offset,
+                       "INSERT INTO bus_stream_offsets (reader, stream, committed) "
+                       "VALUES (?1, ?2, ?3) ON CONFLICT (reader, stream) "
+                       "DO UPDATE SET committed = excluded.committed");
   if (!ok)
     return failure(c->db, "cannot prepare the bus's statements");
   return c;

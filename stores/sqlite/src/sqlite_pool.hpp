@@ -39,7 +39,7 @@ struct sqlite_connection {
   sqlite_statement begin, commit, rollback;
   sqlite_statement insert_inbox, dispatched_at, stored_rows, insert_outbox, nothing_to_send,
     mark_inbox, delete_outbox, forget_inbox, clean_inbox, renew_lease, orphans, claim, release,
-    backlog;
+    backlog, stream_offset, save_stream_offset;
 
   sqlite_connection() = default;
   sqlite_connection(const sqlite_connection&) = delete;

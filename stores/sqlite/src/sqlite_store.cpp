@@ -1,5 +1,7 @@
 #include "bus/sqlite_store.hpp"
 
+#include <limits>
+
 #include "sqlite_pool.hpp"
 
 namespace bus {
@@ -268,6 +270,46 @@ result<std::vector<outbox_backlog>> sqlite_store::backlog() {
   if (rc != SQLITE_DONE)
     return pool_->failure(c.db, "cannot read the outbox's backlog");
   return out;
+}
+
+result<std::optional<std::uint64_t>> sqlite_store::stream_offset(const std::string& reader,
+                                                                 const std::string& stream) {
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  auto* stmt = c.stream_offset.get();
+  bind(stmt, 1, reader);
+  bind(stmt, 2, stream);
+  int rc = sqlite3_step(stmt);
+  std::optional<std::uint64_t> committed;
+  if (rc == SQLITE_ROW) {
+    auto value = sqlite3_column_int64(stmt, 0);
+    if (value >= 0)
+      committed = static_cast<std::uint64_t>(value);
+    rc = SQLITE_DONE;
+  }
+  sqlite3_reset(stmt);
+  if (rc != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot read the offset of '" + reader + "' in '" + stream + "'");
+  return committed;
+}
+
+result<void> sqlite_store::save_stream_offset(const std::string& reader, const std::string& stream,
+                                              std::uint64_t committed) {
+  if (committed > static_cast<std::uint64_t>(std::numeric_limits<long long>::max()))
+    return error{errc::store_failure, "sqlite '" + pool_->settings.path + "': offset "
+                                        + std::to_string(committed) + " is beyond SQLite's integers"};
+  auto taken = pool_->take();
+  if (!taken)
+    return taken.error();
+  sqlite_lease lease(pool_, std::move(*taken));
+  auto& c = *lease.connection;
+  if (run(c.save_stream_offset, {reader, stream}, {static_cast<long long>(committed)})
+      != SQLITE_DONE)
+    return pool_->failure(c.db, "cannot save the offset of '" + reader + "' in '" + stream + "'");
+  return {};
 }
 
 } // namespace bus

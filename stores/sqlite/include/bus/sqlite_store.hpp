@@ -81,6 +81,10 @@ public:
   result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) override;
   result<void> release(const inbox_key& key) override;
   result<std::vector<outbox_backlog>> backlog() override;
+  result<std::optional<std::uint64_t>> stream_offset(const std::string& reader,
+                                                     const std::string& stream) override;
+  result<void> save_stream_offset(const std::string& reader, const std::string& stream,
+                                  std::uint64_t committed) override;
 
 private:
   std::shared_ptr<detail::sqlite_pool> pool_;
