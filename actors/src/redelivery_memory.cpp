@@ -27,11 +27,11 @@ void redelivery_memory::hold(time_point due, pending_redelivery msg) {
   waiting_.push(due, std::move(msg));
 }
 
-std::vector<pending_redelivery> redelivery_memory::take_due(time_point now) {
-  std::vector<pending_redelivery> due;
+bool redelivery_memory::take_due(time_point now, std::size_t max,
+                                 std::vector<pending_redelivery>& out) {
   std::lock_guard<std::mutex> guard(mutex_);
-  waiting_.pop_due(now, [&](pending_redelivery msg) { due.push_back(std::move(msg)); });
-  return due;
+  waiting_.pop_due(now, [&](pending_redelivery msg) { out.push_back(std::move(msg)); }, max);
+  return waiting_.due_at(now);
 }
 
 std::optional<redelivery_memory::time_point>

@@ -78,9 +78,10 @@ public:
   // dead owner left, or a refused return).
   void hold(time_point due, pending_redelivery msg);
 
-  // The owner's: removes and returns every message due at `now`, earliest
-  // first.
-  [[nodiscard]] std::vector<pending_redelivery> take_due(time_point now);
+  // The owner's: moves up to `max` messages due at `now` into `out`,
+  // earliest first. Returns whether more are due.
+  [[nodiscard]] bool take_due(time_point now, std::size_t max,
+                              std::vector<pending_redelivery>& out);
 
   // The owner's: when to wake next, given the timer it has armed (if any).
   // Returns the earliest due time when a timer must be armed for it, and

@@ -99,11 +99,29 @@ void arm(scheduler* self) {
   self->scheduled_send(self, *due, tick_atom::value, generation);
 }
 
+// At most this many go back per turn. A million due at once then never
+// hold one CAF worker for seconds: the endpoint and its consumers, and
+// every other actor, get their turns in between, and the first message is
+// back on the queue at once, not after the last one left the heap.
+constexpr std::size_t returns_per_turn = 256;
+
 void fire_due(scheduler* self) {
   auto& st = self->state;
-  for (auto& msg : st.memory->take_due(self->clock().now()))
+  auto now = self->clock().now();
+  auto more = st.memory->take_due(now, returns_per_turn, st.firing);
+  for (auto& msg : st.firing)
     send_back(self, std::move(msg));
-  arm(self);
+  st.firing.clear();
+  if (!more) {
+    arm(self);
+    return;
+  }
+  // The rest in a turn of its own, as a tick that is due already. A
+  // consumer's earlier hand-off needs no wake-up meanwhile: this tick
+  // plans again.
+  st.armed = true;
+  st.armed_for = now;
+  self->send(self, tick_atom::value, ++st.timer_generation);
 }
 
 // Once a stop was asked for and nothing is on its way back any more.

@@ -438,6 +438,39 @@ TEST_CASE_METHOD(caf_fixture,
 }
 
 TEST_CASE_METHOD(caf_fixture,
+                 "redeliveries due at once go back in turns, not in one that holds a thread") {
+  constexpr int messages = 1000;
+  int handled = 0;
+  auto b = builder();
+  b.add_resilience([](bus::policy_builder& p) {
+     p.on_any().redeliver({std::chrono::minutes(1)}).jitter(false);
+   })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(8).handle<order_placed>([&](const order_placed&, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("down");
+        ++handled;
+      });
+    });
+  auto bus = start(b);
+  for (int i = 0; i < messages; ++i)
+    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), i}));
+  sched.run();
+  REQUIRE(stats(*bus, "billing").pending_redelivery == messages);
+  // All come due together. One message at a time, until the scheduler's
+  // first turn has sent some back.
+  sched.advance_time(std::chrono::minutes(1));
+  while (stats(*bus, "billing").pending_redelivery == messages && sched.try_run_once()) {
+  }
+  auto after_first_turn = stats(*bus, "billing").pending_redelivery;
+  CHECK(after_first_turn > 0);
+  CHECK(after_first_turn < messages);
+  sched.run();
+  CHECK(stats(*bus, "billing").pending_redelivery == 0);
+  CHECK(handled == messages);
+}
+
+TEST_CASE_METHOD(caf_fixture,
                  "a message that carries a held-back mark from elsewhere runs its handler") {
   int handled = 0;
   auto b = builder();

@@ -64,3 +64,20 @@ TEST_CASE("draining returns everything pending, earliest first") {
     CHECK(out[i] == std::to_string(dues[i]));
   CHECK(q.empty());
 }
+
+TEST_CASE("a limited pop takes the earliest due values and leaves the rest due") {
+  queue q;
+  for (int i = 0; i < 10; ++i)
+    q.push(i, std::to_string(i));
+  std::vector<std::string> out;
+  auto take = [&](std::string v) { out.push_back(std::move(v)); };
+  CHECK(q.pop_due(6, take, 3) == 3);
+  CHECK(out == std::vector<std::string>{"0", "1", "2"});
+  CHECK(q.due_at(6));
+  CHECK(q.pop_due(6, take, 3) == 3);
+  CHECK(q.pop_due(6, take, 3) == 1); // only 6 was due still
+  CHECK_FALSE(q.due_at(6));
+  CHECK(q.due_at(7));
+  CHECK(out.size() == 7);
+  CHECK(out.back() == "6");
+}
