@@ -11,9 +11,15 @@ std::vector<pending_redelivery> redelivery_memory::take_over(const caf::actor_ad
   std::lock_guard<std::mutex> guard(mutex_);
   owner_ = owner;
   if (in_hand_) {
-    // The call that should have taken it threw: no answer will come.
-    --returning_;
-    left.push_back(std::move(in_hand_));
+    // The call that should have taken them threw: for those it did not
+    // answer, no answer will come.
+    auto& batch = *in_hand_;
+    for (std::size_t i = 0; i < batch.messages.size(); ++i)
+      if (!batch.answered[i]) {
+        batch.answered[i] = true; // a late answer finds it taken
+        --returning_;
+        left.push_back(batch.messages[i]);
+      }
     in_hand_.reset();
   }
   for (auto& r : refused_)
@@ -81,14 +87,17 @@ bool redelivery_memory::holds_any() const {
 
 // Runs on whatever thread the transport answers on. It holds the memory,
 // not the scheduler: the answer counts even if its scheduler died since.
-completion redelivery_memory::answer_for(pending_redelivery msg) {
-  return [memory = shared_from_this(), msg = std::move(msg)](result<void> sent) mutable {
+indexed_completion redelivery_memory::answer_for(std::shared_ptr<returning_batch> batch) {
+  return [memory = shared_from_this(), batch = std::move(batch)](std::size_t i, result<void> sent) {
     caf::actor_addr wake;
     {
       std::lock_guard<std::mutex> guard(memory->mutex_);
+      if (i >= batch->answered.size() || batch->answered[i])
+        return; // a replacement took it over already, or a second answer
+      batch->answered[i] = true;
       --memory->returning_;
       if (!sent)
-        memory->refused_.push_back(refused_return{std::move(msg), sent.error()});
+        memory->refused_.push_back(refused_return{batch->messages[i], sent.error()});
       if (!sent || (memory->wake_when_idle_ && memory->returning_ == 0))
         wake = memory->owner_;
     }

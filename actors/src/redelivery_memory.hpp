@@ -5,8 +5,9 @@
 //
 // Three kinds of message live here:
 // - those waiting for their due time (the heap);
-// - the one being handed to the transport when the owner died in that
-//   very call (`in_hand_`): the call never returned, so no answer comes;
+// - those being handed to the transport when the owner died in that very
+//   call (`in_hand_`) and not answered for: the call never returned, so
+//   no answer comes;
 // - those the transport refused to take back, recorded by the transport's
 //   completion on its own thread, then taken by whichever scheduler owns
 //   the memory at that moment, never by a dead one's mailbox.
@@ -40,6 +41,15 @@ namespace bus::detail {
 // A message on its way back: the scheduler's own copy, shared with the
 // transport while it is handed over, so that a refused one is still whole.
 using pending_redelivery = std::shared_ptr<envelope>;
+
+// Messages handed to the transport in one call, until it has answered for
+// each: what a replacement takes over if the owner died in that call.
+struct returning_batch {
+  explicit returning_batch(std::vector<pending_redelivery> m)
+    : messages(std::move(m)), answered(messages.size(), false) {}
+  std::vector<pending_redelivery> messages;
+  std::vector<bool> answered; // guarded by the memory's mutex
+};
 
 // A return the transport refused, and why.
 struct refused_return {
@@ -99,23 +109,27 @@ public:
 
   // Makes `owner` the scheduler that the transport's answers wake (with a
   // returned_atom), and gives it what a dead owner left: the message it
-  // was handing over, if any, then every refusal not taken yet.
+  // was handing over and has no answer for, if any, then every refusal not
+  // taken yet.
   // An answer wakes the owner only when it has something to do: a refusal
   // to take, or, once it asked (wake_when_idle), the last answer it waits
   // for. A million returns that succeed are not a million messages.
   [[nodiscard]] std::vector<pending_redelivery> take_over(const caf::actor_addr& owner);
 
-  // Hands `msg` to the transport's `send_back`, which calls the
-  // transport; the answer is recorded here and wakes the owner.
+  // Hands `msgs` to the transport's `send_back` in one call; each answer
+  // is recorded here and may wake the owner.
   template <class Send>
-  void hand_back(pending_redelivery msg, Send&& send_back) {
-    in_hand_ = msg;
+  void hand_back(std::vector<pending_redelivery> msgs, Send&& send_back) {
+    if (msgs.empty())
+      return;
+    auto batch = std::make_shared<returning_batch>(std::move(msgs));
+    in_hand_ = batch;
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      ++returning_;
+      returning_ += batch->messages.size();
     }
-    send_back(msg, answer_for(msg));
-    in_hand_.reset(); // the call returned: its answer will come
+    send_back(batch->messages, answer_for(batch));
+    in_hand_.reset(); // the call returned: the answers still due will come
   }
 
   // The refusals recorded since the last call, in the order they came.
@@ -134,9 +148,9 @@ public:
   [[nodiscard]] bool holds_any() const;
 
 private:
-  completion answer_for(pending_redelivery msg);
+  indexed_completion answer_for(std::shared_ptr<returning_batch> batch);
 
-  pending_redelivery in_hand_; // the owner's alone
+  std::shared_ptr<returning_batch> in_hand_; // the owner's alone
 
   mutable std::mutex mutex_;
   delay_queue<time_point, pending_redelivery> waiting_; // guarded

@@ -28,15 +28,19 @@ void keep(scheduler* self, caf::actor_clock::time_point due, pending_redelivery 
   self->state.memory->hold(due, std::move(msg));
 }
 
-// Puts a message back on the endpoint's input queue. It no longer counts
-// as pending from the moment it is handed over; the transport's answer
-// goes to the memory, and a refusal makes it pending again, kept whole.
-void send_back(scheduler* self, pending_redelivery msg) {
+// Puts messages back on the endpoint's input queue, in one call to the
+// transport. They no longer count as pending from the moment they are
+// handed over; the transport's answers go to the memory, and a refusal
+// makes one pending again, kept whole.
+void send_back(scheduler* self, std::vector<pending_redelivery> msgs) {
   const auto& rt = *self->state.rt;
-  rt.counters().pending_redelivery.fetch_sub(1, std::memory_order_relaxed);
-  self->state.memory->hand_back(std::move(msg), [&](const pending_redelivery& m, completion done) {
-    rt.transport().async_send_shared(rt.name(), m, std::move(done));
-  });
+  rt.counters().pending_redelivery.fetch_sub(static_cast<std::int64_t>(msgs.size()),
+                                             std::memory_order_relaxed);
+  self->state.memory->hand_back(
+    std::move(msgs), [&](const std::vector<pending_redelivery>& ms, indexed_completion done) {
+      std::vector<envelope_ptr> shared(ms.begin(), ms.end());
+      rt.transport().async_send_shared_all(rt.name(), shared, std::move(done));
+    });
 }
 
 // During a stop, the last place for a redelivery the queue refused: the
@@ -108,10 +112,10 @@ constexpr std::size_t returns_per_turn = 256;
 void fire_due(scheduler* self) {
   auto& st = self->state;
   auto now = self->clock().now();
-  auto more = st.memory->take_due(now, returns_per_turn, st.firing);
-  for (auto& msg : st.firing)
-    send_back(self, std::move(msg));
-  st.firing.clear();
+  std::vector<pending_redelivery> due;
+  due.reserve(returns_per_turn);
+  auto more = st.memory->take_due(now, returns_per_turn, due);
+  send_back(self, std::move(due));
   if (!more) {
     arm(self);
     return;
@@ -226,8 +230,7 @@ caf::behavior scheduler_actor(scheduler* self, endpoint_runtime_ptr rt,
         st.rt->log().delayed_retry->warn(
           "scheduler of endpoint '{}' stops with {} redeliveries pending; returning them to '{}' now",
           st.rt->name(), left.size(), st.rt->name());
-      for (auto& msg : left)
-        send_back(self, std::move(msg));
+      send_back(self, std::move(left));
       st.stopped = self->make_response_promise();
       finish_if_done(self);
       return caf::delegated<ok_atom>{};

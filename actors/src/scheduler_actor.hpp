@@ -31,7 +31,6 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
-#include <vector>
 
 #include <caf/actor_clock.hpp>
 #include <caf/event_based_actor.hpp>
@@ -60,7 +59,6 @@ struct scheduler_state {
   std::uint64_t timer_generation = 0; // a timer of an older generation is stale
   caf::actor_clock::time_point armed_for{};
   bool armed = false;
-  std::vector<pending_redelivery> firing; // the turn's returns, its capacity kept
   std::unordered_map<std::uint64_t, handoff> handoffs; // by id, waiting for the broker
   std::uint64_t next_handoff = 0;
   bool stopping = false;

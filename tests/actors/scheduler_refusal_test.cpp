@@ -246,9 +246,11 @@ public:
   throwing_return(bus::transport& inner, std::string queue)
     : forwarding_transport(inner), queue_(std::move(queue)) {}
   int throws_left = 1;
+  int returns_before_throwing = 0;
   std::string_view name() const noexcept override { return "throwing"; }
   bus::result<void> send(const std::string& q, bus::envelope msg) override {
-    if (q == queue_ && msg.delivery_count > 0 && throws_left > 0) {
+    if (q == queue_ && msg.delivery_count > 0 && throws_left > 0
+        && returns_before_throwing-- <= 0) {
       --throws_left;
       throw std::logic_error("a bug in the transport");
     }
@@ -305,6 +307,42 @@ TEST_CASE_METHOD(caf_fixture,
   sched.advance_time(29s); // o-2's due time, kept by the new scheduler
   sched.run();
   CHECK(handled == std::vector<std::string>{"o-1", "o-2"});
+  auto s = stats(*bus, "billing");
+  CHECK(s.pending_redelivery == 0);
+  CHECK(s.handled == 2);
+  CHECK(s.dead_lettered == 0);
+}
+
+TEST_CASE_METHOD(caf_fixture,
+                 "a scheduler that dies returning several at once leaves to the new one only "
+                 "those the transport did not take") {
+  auto throwing = std::make_shared<throwing_return>(*transport, "billing");
+  throwing->returns_before_throwing = 1; // o-1 goes back, o-2's return throws
+  std::vector<std::string> handled;
+  auto b = builder();
+  b.transport(throwing)
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("payment service down");
+        handled.push_back(m.order_id);
+      });
+    });
+  auto bus = start(b);
+  REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
+  REQUIRE(bus->send("billing", order_placed{"o-2", 1}));
+  sched.run();
+  REQUIRE(stats(*bus, "billing").pending_redelivery == 2);
+
+  sched.advance_time(1min); // both due: returned in one call, which throws at o-2
+  sched.run();
+  CHECK(log_count("the scheduler of endpoint 'billing' died") == 1);
+  CHECK(log_count("takes over 1 redeliveries") == 1);
+  CHECK(handled == std::vector<std::string>{"o-1"});
+  sched.advance_time(1s);
+  sched.run();
+  CHECK(handled == std::vector<std::string>{"o-1", "o-2"}); // o-1 not twice
   auto s = stats(*bus, "billing");
   CHECK(s.pending_redelivery == 0);
   CHECK(s.handled == 2);

@@ -36,6 +36,14 @@ public:
     };
   }
 
+  // One completion for messages sent in one call: index i is `names[i]`.
+  bus::indexed_completion make_indexed(std::vector<std::string> names) {
+    std::vector<bus::completion> each;
+    for (auto& name : names)
+      each.push_back(make(std::move(name)));
+    return [each = std::move(each)](std::size_t i, bus::result<void> r) { each.at(i)(std::move(r)); };
+  }
+
   // Waits until completions were called `n` times in all, or the deadline.
   bool wait_for(std::size_t n, std::chrono::milliseconds deadline = std::chrono::seconds(20)) {
     std::unique_lock<std::mutex> lock(mutex_);

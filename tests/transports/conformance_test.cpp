@@ -239,6 +239,36 @@ TEMPLATE_TEST_CASE("an asynchronous send to a queue that does not exist complete
   CHECK(done.each_exactly_once());
 }
 
+TEMPLATE_TEST_CASE("shared messages sent in one call arrive in their order, and each completes "
+                   "once",
+                   "[conformance][async]", BUS_TRANSPORTS) {
+  TestType f;
+  auto q = f.queue("billing");
+  REQUIRE(f.transport->declare_queue(q));
+  completion_log done;
+  std::vector<std::string> sent;
+  std::vector<bus::envelope_ptr> msgs;
+  for (int i = 0; i < 50; ++i) {
+    sent.push_back("m-" + std::to_string(i));
+    msgs.push_back(std::make_shared<const bus::envelope>(text_message(sent.back())));
+  }
+  f.transport->async_send_shared_all(q, msgs, done.make_indexed(sent));
+  REQUIRE(done.wait_for(sent.size()));
+  CHECK(done.succeeded() == sent.size());
+  delivery_collector got;
+  REQUIRE(f.transport->consume(q, 100, got.handler()));
+  REQUIRE(got.wait_for(sent.size()));
+  CHECK(ids(got.items()) == sent);
+  // To a queue that does not exist, each of them is refused.
+  completion_log refused;
+  f.transport->async_send_shared_all(f.queue("nowhere"), {msgs[0], msgs[1]},
+                                     refused.make_indexed({"m-0", "m-1"}));
+  REQUIRE(refused.wait_for(2));
+  CHECK(refused.failed_with(bus::errc::unknown_queue) == 2);
+  CHECK(done.each_exactly_once());
+  CHECK(refused.each_exactly_once());
+}
+
 TEMPLATE_TEST_CASE("many asynchronous sends in flight at once, to two queues, all complete and "
                    "all arrive",
                    "[conformance][async]", BUS_TRANSPORTS) {

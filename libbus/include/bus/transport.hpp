@@ -42,6 +42,10 @@ struct delivery {
 // back into the transport: it hands the result on (to an actor's mailbox).
 using completion = std::function<void(result<void>)>;
 
+// A completion for one of several messages sent in one call: `index` is
+// its place in the call's list. Called once for each, as `completion` is.
+using indexed_completion = std::function<void(std::size_t index, result<void>)>;
+
 // Called for each delivery, on any thread. It must not block and must not
 // call back into the transport: it hands the delivery on (to an actor's
 // mailbox) and returns.
@@ -221,6 +225,18 @@ public:
   // async_send; a transport that keeps envelopes shared takes it as it is.
   virtual void async_send_shared(const std::string& queue, envelope_ptr msg, completion done) {
     async_send(queue, envelope(*msg), std::move(done));
+  }
+
+  // async_send_shared for several messages to one queue, in their order;
+  // `done` is called once for each. This default sends them one by one; a
+  // transport that takes many in one step overrides it (in memory: one
+  // lock for all of them, where the scheduler returning a million
+  // redeliveries took it a million times).
+  virtual void async_send_shared_all(const std::string& queue, const std::vector<envelope_ptr>& msgs,
+                                     indexed_completion done) {
+    auto shared = std::make_shared<const indexed_completion>(std::move(done));
+    for (std::size_t i = 0; i < msgs.size(); ++i)
+      async_send_shared(queue, msgs[i], [shared, i](result<void> r) { (*shared)(i, std::move(r)); });
   }
 
   // Whether delivery `tag` can still be settled. False once the connection

@@ -172,6 +172,21 @@ void in_memory_transport::async_send_shared(const std::string& queue, envelope_p
   done(send_shared(queue, std::move(msg)));
 }
 
+void in_memory_transport::async_send_shared_all(const std::string& queue,
+                                                const std::vector<envelope_ptr>& msgs,
+                                                indexed_completion done) {
+  std::vector<pending_call> batch;
+  bool known = true;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (std::size_t i = 0; known && i < msgs.size(); ++i)
+      known = put(queue, msgs[i], batch);
+  }
+  deliver(batch);
+  for (std::size_t i = 0; i < msgs.size(); ++i)
+    done(i, known ? result<void>{} : result<void>{no_such_queue(queue)});
+}
+
 result<void> in_memory_transport::send_shared(const std::string& queue, envelope_ptr msg) {
   std::vector<pending_call> batch;
   {

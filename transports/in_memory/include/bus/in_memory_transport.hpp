@@ -63,6 +63,9 @@ public:
   // Never waits, so the result is known before it returns; a shared
   // message is queued as it is, without a copy.
   void async_send_shared(const std::string& queue, envelope_ptr msg, completion done) override;
+  // All in one step: one lock, one round of deliveries.
+  void async_send_shared_all(const std::string& queue, const std::vector<envelope_ptr>& msgs,
+                             indexed_completion done) override;
   result<void> publish(envelope msg) override;
   result<void> ack(std::uint64_t tag) override;
   result<void> reject(std::uint64_t tag, bool requeue) override;
