@@ -261,6 +261,23 @@ private:
   std::string queue_;
 };
 
+// Billing, on `t`, fails every first delivery and records the order of
+// each redelivery it handles in `handled`.
+std::unique_ptr<bus::message_bus> start_recording(caf_fixture& f, std::shared_ptr<bus::transport> t,
+                                                  std::vector<std::string>& handled) {
+  auto b = f.builder();
+  b.transport(std::move(t))
+    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
+    .endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
+        if (ctx.delivery_count() == 0)
+          throw std::runtime_error("payment service down");
+        handled.push_back(m.order_id);
+      });
+    });
+  return f.start(b);
+}
+
 std::vector<std::string> lines_of(const std::string& path) {
   std::vector<std::string> lines;
   std::ifstream in(path);
@@ -276,17 +293,7 @@ TEST_CASE_METHOD(caf_fixture,
                  "message it was returning and those still waiting") {
   auto throwing = std::make_shared<throwing_return>(*transport, "billing");
   std::vector<std::string> handled;
-  auto b = builder();
-  b.transport(throwing)
-    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
-    .endpoint("billing", [&](bus::endpoint_builder& e) {
-      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
-        if (ctx.delivery_count() == 0)
-          throw std::runtime_error("payment service down");
-        handled.push_back(m.order_id);
-      });
-    });
-  auto bus = start(b);
+  auto bus = start_recording(*this, throwing, handled);
   REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
   sched.run();
   sched.advance_time(30s);
@@ -319,17 +326,7 @@ TEST_CASE_METHOD(caf_fixture,
   auto throwing = std::make_shared<throwing_return>(*transport, "billing");
   throwing->returns_before_throwing = 1; // o-1 goes back, o-2's return throws
   std::vector<std::string> handled;
-  auto b = builder();
-  b.transport(throwing)
-    .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1min}).jitter(false); })
-    .endpoint("billing", [&](bus::endpoint_builder& e) {
-      e.handle<order_placed>([&](const order_placed& m, bus::handler_context& ctx) {
-        if (ctx.delivery_count() == 0)
-          throw std::runtime_error("payment service down");
-        handled.push_back(m.order_id);
-      });
-    });
-  auto bus = start(b);
+  auto bus = start_recording(*this, throwing, handled);
   REQUIRE(bus->send("billing", order_placed{"o-1", 1}));
   REQUIRE(bus->send("billing", order_placed{"o-2", 1}));
   sched.run();
