@@ -102,8 +102,10 @@ target_link_libraries(rabbitmq_fault_worker PRIVATE bus_flags bus::runtime bus::
 set(bus_rabbitmq_restart_broker_dir "${CMAKE_CURRENT_BINARY_DIR}/rabbitmq-restart-broker")
 add_test(NAME "rabbitmq_restart: start a throwaway broker to restart"
          COMMAND "${bus_rabbitmq_broker_script}" start "${bus_rabbitmq_restart_broker_dir}")
+# Its boot holds the node's lock, as its restarts do: no stress run beside
+# it (tools/bus-stress/tests.cmake).
 set_tests_properties("rabbitmq_restart: start a throwaway broker to restart" PROPERTIES
-  FIXTURES_SETUP rabbitmq_restart TIMEOUT 200)
+  FIXTURES_SETUP rabbitmq_restart RESOURCE_LOCK rabbitmq_restart_node TIMEOUT 200)
 add_test(NAME "rabbitmq_restart: stop the restarted broker"
          COMMAND "${bus_rabbitmq_broker_script}" stop "${bus_rabbitmq_restart_broker_dir}")
 set_tests_properties("rabbitmq_restart: stop the restarted broker" PROPERTIES
@@ -144,12 +146,14 @@ catch_discover_tests(rabbitmq_fault_tests EXTRA_ARGS --warn NoTests TEST_SPEC "[
 # The cluster (issue 15): three nodes on this machine, started and stopped
 # by a fixture of their own (about 19 s to start, 4 s to stop, beside the
 # other tests). Its tests kill -9 nodes and revive them, so they hold a
-# lock on the cluster and run one after the other; no other test uses it.
+# lock on the cluster and run one after the other; no other test uses the
+# cluster. Its start holds the lock too, and so do the stress runs, which
+# would starve a booting node (tools/bus-stress/tests.cmake).
 set(bus_rabbitmq_cluster_dir "${CMAKE_CURRENT_BINARY_DIR}/rabbitmq-cluster")
 add_test(NAME "rabbitmq_cluster: start a three-node cluster"
          COMMAND "${bus_rabbitmq_broker_script}" cluster-start "${bus_rabbitmq_cluster_dir}")
 set_tests_properties("rabbitmq_cluster: start a three-node cluster" PROPERTIES
-  FIXTURES_SETUP rabbitmq_cluster TIMEOUT 300)
+  FIXTURES_SETUP rabbitmq_cluster RESOURCE_LOCK rabbitmq_cluster TIMEOUT 300)
 add_test(NAME "rabbitmq_cluster: stop the cluster"
          COMMAND "${bus_rabbitmq_broker_script}" cluster-stop "${bus_rabbitmq_cluster_dir}")
 set_tests_properties("rabbitmq_cluster: stop the cluster" PROPERTIES
