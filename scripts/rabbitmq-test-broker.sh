@@ -13,6 +13,8 @@
 #                                           again on its data (same name, ports and
 #                                           messages), as a broker restart in production
 #                                           would; returns once it takes AMQP connections
+#                                           (waits up to BUS_BROKER_RESTART_TIMEOUT s, 180;
+#                                           a start waits BUS_BROKER_START_TIMEOUT s, 60)
 #   rabbitmq-test-broker.sh ctl DIR ARGS..  rabbitmqctl against that node
 #   rabbitmq-test-broker.sh certs DIR       only generate the TLS files (see below)
 #   rabbitmq-test-broker.sh env DIR         only (re)write DIR/broker.env, DIR/ctl and
@@ -207,6 +209,11 @@ restart() {
   local dir=$1
   [[ -f "${dir}/node.env" ]] || die "no node was started in ${dir}"
   dir=$(cd "${dir}" && pwd)
+  # A restart boots on data, under tests that wait for it (300 s in
+  # ctest): give a slow boot 180 s rather than kill it at 60 s and boot
+  # again from the start. A boot that fails (a port still taken) ends the
+  # wait at once, whatever this is.
+  START_TIMEOUT=${BUS_BROKER_RESTART_TIMEOUT:-180}
   stop_node "${dir}"
   say "stopped $(grep NODENAME "${dir}/node.env" | cut -d= -f2); starting it again"
   # One retry: a port of the old node may linger for a moment.
@@ -501,7 +508,7 @@ cluster_leader() {
 
 cmd=${1:-}
 dir=${2:-}
-[[ -n "${cmd}" && -n "${dir}" ]] || { sed -n '2,63p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ -n "${cmd}" && -n "${dir}" ]] || { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2; }
 shift 2
 case "${cmd}" in
   start) start "${dir}" ;;
