@@ -31,11 +31,12 @@ function(bus_stress_test name)
     # Not beside a test that boots a broker node while it runs: a run keeps
     # every core busy with up to 48 threads, the kernel shares the CPU per
     # thread, and a node booting beside it starved. A restart beside the
-    # 48-thread run took 64 s instead of 12, past the restart's 60 s wait,
-    # twice: in CI (stop 42, under ASan) the restart tests failed, then
-    # every test after them on that node. The locks are the ones those
-    # tests hold (tests/transports/rabbitmq/tests.cmake); the runs also
-    # take them one after the other, so no two saturate the machine at once.
+    # 48-thread run took 64 s instead of 12; in CI (stop 42, under ASan) it
+    # ran past the restart's wait (then 60 s) twice, and the restart tests
+    # failed, then every test after them on that node. The locks are the
+    # ones those tests hold (tests/transports/rabbitmq/tests.cmake); the
+    # runs also take them one after the other, so no two saturate the
+    # machine at once.
     set_tests_properties("${name}" PROPERTIES
       RESOURCE_LOCK "rabbitmq_restart_node;rabbitmq_cluster")
   endif()
