@@ -143,6 +143,14 @@ catch_discover_tests(rabbitmq_fault_tests EXTRA_ARGS --warn NoTests TEST_SPEC "[
              RESOURCE_LOCK rabbitmq_restart_node
              TIMEOUT 300)
 
+# Not under a sanitizer: the cluster's tests exercise the same transport
+# code as the single-node ones, which do run there, and a cluster costs
+# three Erlang nodes' start on CI's two cores for nothing new to judge; so
+# their binary is not built either (about a minute of CI's compiling).
+if(BUS_SANITIZER)
+  return()
+endif()
+
 # The cluster (issue 15): three nodes on this machine, started and stopped
 # by a fixture of their own (about 19 s to start, 4 s to stop, beside the
 # other tests). Its tests kill -9 nodes and revive them, so they hold a
