@@ -178,10 +178,13 @@ void on_success(consumer* self, handler_context& ctx) {
     for (auto& out : outbox)
       speak_nservicebus(rt, *names, handled, out);
   // A retry from ServicePulse that worked: ServiceControl is told, as
-  // NServiceBus tells it, with the handler's own messages.
-  if (auto ack = servicecontrol::retry_acknowledgement(handled, rt.now(), new_message_id(),
-                                                       rt.name()))
-    outbox.push_back(std::move(*ack));
+  // NServiceBus tells it, with the handler's own messages. Only such a
+  // retry carries its id: no other success draws a message id or reads
+  // the clock for it.
+  if (handled.headers.contains(servicecontrol::header::retry_id))
+    if (auto ack = servicecontrol::retry_acknowledgement(handled, rt.now(), new_message_id(),
+                                                         rt.name()))
+      outbox.push_back(std::move(*ack));
   if (self->state.current->transaction && !commit_attempt(self, outbox))
     return;
   if (claim_ending(self))
