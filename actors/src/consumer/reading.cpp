@@ -85,11 +85,12 @@ bool read_foreign(consumer* self) {
 
 bool take_delivery(consumer* self, delivery d, claim_ptr claim, bool throttled, bool probe) {
   const auto& rt = *self->state.rt;
+  const auto now = rt.now(); // one clock read for what follows
   auto& cur = self->state.current.emplace();
   cur.item = std::move(d);
   cur.claim = std::move(claim);
   cur.throttled = throttled;
-  cur.attempt_started = rt.now(); // run_attempt() sets it again as the handler starts
+  cur.attempt_started = now; // run_attempt() sets it again as the handler starts
   cur.probe = probe;
   if (ended_as_stale(self))
     return false; // waited for a slot while its connection died: not run at all
@@ -102,7 +103,7 @@ bool take_delivery(consumer* self, delivery d, claim_ptr claim, bool throttled, 
   const auto& msg = *cur.item.message;
   cur.handler = rt.find_handler(msg.message_type);
   // Its past, read once with bounds: headers from outside the process.
-  cur.history = read_delivery_history(msg, rt.name(), rt.now());
+  cur.history = read_delivery_history(msg, rt.name(), now);
   for (const auto& note : cur.history.notes)
     rt.log().endpoint->warn("message {} on endpoint '{}': {}", msg.message_id, rt.name(), note);
   if (cur.history.pending_fault) {

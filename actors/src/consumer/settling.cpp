@@ -59,11 +59,12 @@ void report_and_go_on(consumer* self, outcome result) {
   // while (a database call) is better off asleep than spinning, and the
   // test coordinator runs every actor on one thread, where the endpoint
   // cannot offer while a consumer lingers.
-  auto linger = !st.rt->config().deterministic
-                && st.rt->now() - st.current->attempt_started < ready_line::short_attempt;
+  auto started = st.current->attempt_started;
   st.current.reset();
   std::uint64_t taken = 0;
   if (st.ready && !st.next) {
+    auto linger = !st.rt->config().deterministic
+                  && st.rt->now() - started < ready_line::short_attempt;
     st.next = linger ? st.ready->take_lingering(ready_line::linger) : st.ready->take();
     if (st.next) {
       taken = st.next->id;
