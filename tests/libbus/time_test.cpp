@@ -19,6 +19,8 @@ TEST_CASE("durations print as NServiceBus prints retry delays") {
   CHECK(bus::to_hms(90min) == "01:30:00");
   CHECK(bus::to_hms(1500ms) == "00:00:01.500");
   CHECK(bus::to_hms(-5ms) == "00:00:00");
+  CHECK(bus::to_hms(65007ms) == "00:01:05.007");
+  CHECK(bus::to_hms(100h + 59min + 59s + 90ms) == "100:59:59.090");
 }
 
 TEST_CASE("a Unix time beyond the year 2200 is refused instead of overflowing") {
