@@ -88,6 +88,10 @@ TEST_CASE("the thrown type is named as thrown, whatever it derives from") {
   CHECK(bus::detail::thrown_type_name(std::make_exception_ptr(legacy_failure{}))
         == "bus::test::legacy_failure");
   CHECK(bus::detail::thrown_type_name(nullptr) == "no exception");
+  // Named again from the thread's cache, each still its own.
+  CHECK(bus::detail::thrown_type_name(std::make_exception_ptr(42)) == "int");
+  CHECK(bus::detail::thrown_type_name(std::make_exception_ptr(too_many_requests{}))
+        == "bus::test::too_many_requests");
 }
 
 TEST_CASE("an exception's message is its what(), or empty for anything else") {
