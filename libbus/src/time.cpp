@@ -137,8 +137,7 @@ std::string to_hms(duration d) {
   // snprintf's format parsing was 2.6% of a run in which every message
   // fails once (docs/performance.md).
   std::int64_t total_ms = d.count() < 0 ? 0 : d.count();
-  std::string out;
-  out.reserve(16);
+  std::string out; // "hh:mm:ss.mmm" fits the string's own buffer: no allocation
   append_padded(out, total_ms / 3'600'000, 2);
   out += ':';
   append_padded(out, (total_ms / 60'000) % 60, 2);
