@@ -89,11 +89,13 @@ void dispatch(endpoint* self) {
     return;
   }
   // Rate limited, one at a time: nothing is offered ahead. Idle consumers
-  // take what was offered before anything that waits here.
+  // take what was offered before anything that waits here: an offer is
+  // older than every delivery waiting behind it, and a consumer that took
+  // a newer one first would run one slot's messages out of their order.
   if (st.limited)
     withdraw_offers(self, st.offered.size());
-  else if (st.idle.size() > st.waiting.size())
-    withdraw_offers(self, st.idle.size() - st.waiting.size());
+  else
+    withdraw_offers(self, st.idle.size());
   // With adaptive slots there are more idle consumers than the limit allows.
   while (!st.idle.empty() && !st.waiting.empty() && st.busy.size() < st.limit->allowed()) {
     // Rate limited: one message at a time, and none while waiting after a
