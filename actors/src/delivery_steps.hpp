@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "atoms.hpp"
+#include "bus/caught_exception.hpp"
 #include "bus/fault.hpp"
 #include "bus/handler_context.hpp"
 #include "bus/masstransit.hpp"
@@ -19,9 +20,9 @@
 namespace bus::detail {
 
 // Runs a synchronous handler. Returns the exception it threw, of any type,
-// or null on success.
-[[nodiscard]] std::exception_ptr invoke(const handler_slot& slot, const void* message,
-                                        handler_context& ctx) noexcept;
+// looked into, or an empty one on success.
+[[nodiscard]] caught_exception invoke(const handler_slot& slot, const void* message,
+                                      handler_context& ctx) noexcept;
 
 // The fault facts of a failed attempt, with time, host and process filled in.
 [[nodiscard]] fault_details make_fault(const endpoint_runtime& rt, const delivery& d,

@@ -1,4 +1,5 @@
-// Describing a thrown exception: the one rethrow of a caught_exception,
+// Describing a thrown exception: the one rethrow of a caught_exception
+// (none when it is made in the clause that caught it),
 // the facts it keeps, and describe() built on them. Kept in one file with
 // exception_info because both answer the same question, and so that every
 // build that lists exception_info.cpp (the fuzz build names libbus's
@@ -45,6 +46,16 @@ caught_exception::caught_exception(std::exception_ptr exception) noexcept
   } catch (...) {
     type_ = current_type();
   }
+}
+
+caught_exception caught_exception::handled(const std::exception& e) noexcept {
+  caught_exception c;
+  c.exception_ = std::current_exception();
+  if (c.exception_) {
+    c.std_ = &e;
+    c.type_ = &typeid(e);
+  }
+  return c;
 }
 
 std::string caught_exception::type_name() const {

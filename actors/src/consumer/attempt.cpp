@@ -41,8 +41,8 @@ void run_attempt(consumer* self) {
     metrics::attempt_timer timer(*self->state.rt, cur.handler, *cur.item.message, cur.attempt,
                                  ctx.now());
     auto error = invoke(*cur.handler, cur.body.object().get(), ctx);
-    if (!error)
-      error = ctx.verdict(); // poison() or retry() called, no exception thrown
+    if (!error && ctx.verdict()) // poison() or retry() called, no exception thrown
+      error = caught_exception(ctx.verdict());
     timer.finish(!error);
     if (error) {
       roll_back_attempt(self);

@@ -26,14 +26,19 @@ void report_failed_attempt(consumer* self) {
 } // namespace
 
 void on_failure(consumer* self, std::exception_ptr error) {
+  // Rethrowing is the only way to look into an exception_ptr, and it is
+  // costly: looked into once here.
+  on_failure(self, caught_exception(std::move(error)));
+}
+
+void on_failure(consumer* self, caught_exception error) {
   const auto& rt = *self->state.rt;
   auto& cur = *self->state.current;
   rt.counters().failed_attempts.fetch_add(1, std::memory_order_relaxed);
   report_failed_attempt(self);
-  // Rethrowing is the only way to look into an exception_ptr, and it is
-  // costly: looked into once here; the poison check, the description and
-  // the policy's rules all read what it saw.
-  cur.last_exception = caught_exception(std::move(error));
+  // The poison check, the description and the policy's rules all read
+  // what was seen of the exception once.
+  cur.last_exception = std::move(error);
   cur.last_what = cur.last_exception.describe();
   rt.status().exceptions.remember(cur.last_what.type, cur.item.message->message_type,
                                   cur.last_exception.pointer());

@@ -6,12 +6,17 @@
 
 #include <exception>
 
+#include "bus/caught_exception.hpp"
+
 #include "consumer/state.hpp"
 
 namespace bus::detail {
 
 // The current attempt failed with `error` (a handler's exception, a store
-// or outbox that failed, a consumer that died).
+// or outbox that failed, a consumer that died), looked into already.
+void on_failure(consumer* self, caught_exception error);
+
+// The same, for an exception not looked into yet: one rethrow.
 void on_failure(consumer* self, std::exception_ptr error);
 
 // The current attempt succeeded and its outbox is out: handled.

@@ -32,6 +32,14 @@ public:
   // Looks into `exception` with one rethrow. Never throws.
   explicit caught_exception(std::exception_ptr exception) noexcept;
 
+  // The exception being handled, made inside the clause
+  // `catch (const std::exception& e)` that caught it, without a rethrow:
+  // `e` is what a rethrow would show. Needs std::current_exception() to
+  // refer to the handled object itself, not to a copy, as it does on the
+  // Itanium C++ ABI (GCC's and Clang's libraries on Linux: what we build
+  // for); tests/libbus/policy/decide_cost_test.cpp checks it.
+  [[nodiscard]] static caught_exception handled(const std::exception& e) noexcept;
+
   [[nodiscard]] const std::exception_ptr& pointer() const noexcept { return exception_; }
   explicit operator bool() const noexcept { return static_cast<bool>(exception_); }
 

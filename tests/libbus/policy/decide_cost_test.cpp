@@ -17,6 +17,7 @@
 #include <unwind.h>
 
 #include <atomic>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -176,6 +177,43 @@ TEST_CASE("classifying an exception raises once, and what the runtime then asks 
           CHECK(thrown->describe().message == "http 429");
         })
         == 0);
+}
+
+TEST_CASE("an exception looked into by the clause that caught it costs its throw and no rethrow") {
+  // What the consumer does with a handler's exception (invoke() in
+  // actors/src/delivery_steps.cpp).
+  std::optional<bus::caught_exception> thrown;
+  const std::exception* seen = nullptr;
+  CHECK(raises_during([&] {
+          try {
+            throw too_many_requests{};
+          } catch (const std::exception& e) {
+            seen = &e;
+            thrown = bus::caught_exception::handled(e);
+          }
+        })
+        == 1); // the throw
+  REQUIRE(thrown.has_value());
+  REQUIRE(*thrown);
+  // What handled() relies on: the pointer it keeps refers to the object the
+  // clause caught, not to a copy, so that object lives as long as it does.
+  CHECK(thrown->std_exception() == seen);
+  try {
+    std::rethrow_exception(thrown->pointer());
+  } catch (const std::exception& again) {
+    CHECK(&again == seen);
+  }
+  const auto config = many_rules();
+  fixed_draw rng;
+  bus::action decided;
+  CHECK(raises_during([&] {
+          CHECK(thrown->is<http_error>());
+          CHECK(thrown->describe().type == "bus::test::too_many_requests");
+          CHECK(thrown->describe().message == "http 429");
+          decided = bus::decide(config, bus::error_context_for(*thrown), rng);
+        })
+        == 0);
+  CHECK(summary(decided) == "retry 200ms");
 }
 
 TEST_CASE("an exception not derived from std::exception is still matched exactly, by rethrowing") {
