@@ -1,16 +1,18 @@
 // A thrown exception looked into once. Rethrowing a std::exception_ptr is
 // the only portable way to see what it holds, and it costs as much as a
 // throw; the failure path used to pay it for every rule it tested. A
-// caught_exception rethrows once, when it is made, and keeps what it saw:
+// caught_exception rethrows once, when it is made (not at all when made by
+// handled() in the clause that caught a std::exception), and keeps what it saw:
 // the thrown type and, for an exception derived from std::exception, the
 // object itself. Every question after that (is it an E? its what()? its
 // name?) is answered without a rethrow: by dynamic_cast when the object
 // derives from std::exception, by a rethrow per question as before when it
 // does not (`throw 42`, a struct of the user's).
 //
-// The consumer makes one per failed attempt and hands it to the policy
-// (error_context_for() in bus/policy/error_context.hpp), so the policy,
-// the poison check and the fault description share that single rethrow.
+// The consumer makes one per failed attempt, with handled() where it can,
+// and hands it to the policy (error_context_for() in
+// bus/policy/error_context.hpp), so the policy, the poison check and the
+// fault description share that single look.
 #pragma once
 
 #include <exception>
