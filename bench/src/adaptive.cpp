@@ -3,10 +3,12 @@
 // max(1, in_flight / capacity) (a sleep: the dependency's time, on the
 // handler's own thread), and every message is sent at once, so the
 // endpoint always has work. --slots N: fixed slots; --slots adaptive:
-// adaptive_slots from 1 to 64. Reports messages/s against the
-// dependency's best (capacity / base), the calls' p50 and p99 (what the
-// dependency's other users feel), and the limit at the end.
+// adaptive_slots from 1 to 64 (--alpha, --beta, --threshold,
+// --probe-multiplier and --smoothing set its fields). Reports messages/s
+// against the dependency's best (capacity / base), the calls' p50 and p99
+// (what the dependency's other users feel), and the limit at the end.
 #include <atomic>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -59,8 +61,18 @@ case_result run_adaptive(const case_args& args) {
   std::vector<double> calls_us(messages);
   completion done;
   std::optional<bus::adaptive_slots> limits;
-  if (adaptive)
+  if (adaptive) {
+    // Vegas's settings, each settable (bus/concurrency_limit.hpp): the
+    // defaults unless given.
     limits = bus::adaptive_slots{1, 64};
+    limits->alpha = args.real("alpha", limits->alpha);
+    limits->beta = args.real("beta", limits->beta);
+    limits->threshold = args.real("threshold", limits->threshold);
+    limits->probe_multiplier = args.real("probe-multiplier", limits->probe_multiplier);
+    limits->smoothing = args.real("smoothing", limits->smoothing);
+    if (auto bad = bus::validate(*limits); !bad.empty())
+      throw std::runtime_error("adaptive slots: " + bad);
+  }
   auto b = make_bench_bus(
       sys, slots, bus::handler_threads::dedicated,
       [&](const ping& m, bus::handler_context&) {
