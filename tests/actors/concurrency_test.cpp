@@ -11,18 +11,38 @@
 
 using namespace bus::test;
 
+namespace {
+
+// Ten messages sent to "billing", 3 slots, whose handler actor holds each
+// one unanswered until released: what it holds is exactly what runs at
+// once. On `transport`, or the fixture's in-memory one when null.
+struct held_billing {
+  std::shared_ptr<holding_counts> counts = std::make_shared<holding_counts>();
+  caf::actor worker;
+  std::unique_ptr<bus::message_bus> bus;
+
+  held_billing(caf_fixture& f, bus::transport_ptr transport = nullptr)
+      : worker(spawn_holding_actor<order_placed>(f.sys, counts)) {
+    auto b = f.builder();
+    if (transport)
+      b.transport(std::move(transport));
+    b.endpoint("billing", [&](bus::endpoint_builder& e) {
+      e.slots(3).handle_with_actor<order_placed>(worker, std::chrono::hours(1));
+    });
+    bus = f.start(b);
+    for (int i = 0; i < 10; ++i)
+      REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), 1}));
+    f.sched.run();
+  }
+
+  ~held_billing() { caf::anon_send_exit(worker, caf::exit_reason::user_shutdown); }
+};
+
+} // namespace
+
 TEST_CASE_METHOD(caf_fixture, "with N slots exactly N messages are in their handler while more wait") {
-  // What the handler actor holds unanswered is exactly what runs at once.
-  auto counts = std::make_shared<holding_counts>();
-  auto worker = spawn_holding_actor<order_placed>(sys, counts);
-  auto b = builder();
-  b.endpoint("billing", [&](bus::endpoint_builder& e) {
-    e.slots(3).handle_with_actor<order_placed>(worker, std::chrono::hours(1));
-  });
-  auto bus = start(b);
-  for (int i = 0; i < 10; ++i)
-    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), 1}));
-  sched.run();
+  held_billing held(*this);
+  auto& [counts, worker, bus] = held;
   CHECK(counts->holding() == 3);
   // In memory the endpoint holds one delivery more per slot, waiting.
   CHECK(transport->depth("billing") == 4);
@@ -37,9 +57,7 @@ TEST_CASE_METHOD(caf_fixture, "with N slots exactly N messages are in their hand
   CHECK(counts->received == 10);
   CHECK(most_at_once == 3);
   CHECK(stats(*bus, "billing").handled == 10);
-  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
-
 
 TEST_CASE("on real threads an endpoint with 4 slots runs 4 handlers at once and never 5") {
   caf::actor_system_config cfg;
@@ -85,17 +103,8 @@ TEST_CASE_METHOD(caf_fixture,
                  "on a durable transport an endpoint takes one delivery per slot and no more") {
   // A delivery taken ahead would go back to a broker's queue when the
   // process dies, and count there as a delivery of its message.
-  auto durable = std::make_shared<durable_transport>(*transport);
-  auto counts = std::make_shared<holding_counts>();
-  auto worker = spawn_holding_actor<order_placed>(sys, counts);
-  auto b = builder();
-  b.transport(durable).endpoint("billing", [&](bus::endpoint_builder& e) {
-    e.slots(3).handle_with_actor<order_placed>(worker, std::chrono::hours(1));
-  });
-  auto bus = start(b);
-  for (int i = 0; i < 10; ++i)
-    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), 1}));
-  sched.run();
+  held_billing held(*this, std::make_shared<durable_transport>(*transport));
+  auto& [counts, worker, bus] = held;
   CHECK(counts->holding() == 3);
   CHECK(transport->depth("billing") == 7);
   CHECK(stats(*bus, "billing").in_flight == 3);
@@ -104,7 +113,6 @@ TEST_CASE_METHOD(caf_fixture,
     sched.run();
   }
   CHECK(stats(*bus, "billing").handled == 10);
-  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE_METHOD(caf_fixture, "one slot runs its messages in the order they were sent, however "
