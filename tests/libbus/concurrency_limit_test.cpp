@@ -181,15 +181,16 @@ TEST_CASE(
   // Ten of 19 and nothing waited: still not the limit that held it back.
   v.on_sample(5ms, 10, false);
   CHECK(v.limit() == 19);
-  // Began with the limit full, and nothing waited: it grows by beta at once.
+  // Began with the limit full, and nothing waited: it grows by beta (4) at once.
   v.on_sample(5ms, 19, false);
-  CHECK(v.limit() == 25);
-  // Began full, and 25 x (1 - 5 / 7.5) = 9 waited: above beta, one less.
-  v.on_sample(7500us, 25, false);
-  CHECK(v.limit() == 24);
-  // Began at 13 of 24 (above half) with 24 x (1 - 5 / 6) = 4 waiting: it holds.
+  CHECK(v.limit() == 23);
+  // Began full, and 23 x (1 - 5 / 7.5) = 7.7 waited: above beta, one less.
+  v.on_sample(7500us, 23, false);
+  CHECK(v.limit() == 22);
+  // Began at 13 of 22 (above half) with 22 x (1 - 5 / 6) = 3.7 waiting,
+  // between alpha (2) and beta (4): it holds.
   v.on_sample(6ms, 13, false);
-  CHECK(v.limit() == 24);
+  CHECK(v.limit() == 22);
 }
 
 TEST_CASE("adaptive slot settings that cannot work are named", "[adaptive]") {

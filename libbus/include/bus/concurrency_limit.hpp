@@ -23,15 +23,19 @@ namespace bus {
 
 // What slots(adaptive_slots{...}) asks for. The thresholds are in
 // deliveries waiting, each a multiple of max(1, floor(log10(limit))) as in
-// Netflix's VegasLimit, so that they grow slowly with the limit.
+// Netflix's VegasLimit, so that they grow slowly with the limit. Their
+// defaults are Linux's TCP Vegas's (alpha 2, beta 4), not Netflix's (3, 6,
+// threshold 1): the limit settles alpha to beta above the dependency's
+// capacity, and waiting is rounded up, so a threshold of 1 jumped by beta
+// at the capacity itself (README, "Slots that adapt to a dependency").
 struct adaptive_slots {
   std::size_t min = 1;     // the limit never goes below
   std::size_t max = 64;    // nor above; the endpoint's consumers (and prefetch)
   std::size_t initial = 0; // where it starts; 0: min
-  double alpha = 3;        // fewer waiting than this: grow by one log10 step
-  double beta = 6;         // more waiting than this: shrink by one
+  double alpha = 2;        // fewer waiting than this: grow by one log10 step
+  double beta = 4;         // more waiting than this: shrink by one
   // At most this many waiting: grow by beta at once (an idle dependency).
-  double threshold = 1;
+  double threshold = 0;
   // Every probe_multiplier * limit samples the limit drops to min until a
   // delivery that began there has ended, and its latency is the least
   // latency from then on: a dependency that became slower for good is not
