@@ -652,8 +652,8 @@ json evaluate_targets(const json& results) {
       if (row.contains("dedicated"))
         out.push_back(target("no-op, " + std::to_string(row["slots"].get<int>())
                                  + " slots, default threads (dedicated) vs caf_workers",
-                             "(shown)", fmt("%.2f", num(row["dedicated"]["ratio_to_caf_workers"])),
-                             true));
+                             ">= 0.5", fmt("%.2f", num(row["dedicated"]["ratio_to_caf_workers"])),
+                             num(row["dedicated"]["ratio_to_caf_workers"]) >= 0.5));
   }
   if (results.contains("in_memory") && results["in_memory"].contains("resilience_cost"))
     for (const auto& row : results["in_memory"]["resilience_cost"]["rows"])
