@@ -16,9 +16,9 @@ std::string json_payload(const loggers& logs, std::string_view text, const log_f
   if (fields.attempt > 0)
     line["attempt"] = fields.attempt;
   if (!fields.exception_type.empty())
-    line["exception_type"] = logs.cut(fields.exception_type);
+    line["exception_type"] = logs.cut(fields.exception_type).str();
   if (!fields.reason.empty())
-    line["reason"] = logs.cut(fields.reason);
+    line["reason"] = logs.cut(fields.reason).str();
   std::string out(1, json_payload_mark);
   out += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return out;

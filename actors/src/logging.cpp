@@ -47,10 +47,10 @@ std::string choose_log_format(bool chosen, bool& json) {
          + "': it must be 'text' or 'json'";
 }
 
-std::string loggers::cut(std::string_view text) const {
+std::string cut_text::str() const {
   // Copies at most limit + 1 bytes of a long text, then cuts as the fault
   // headers are cut (at a character boundary, with a marker).
-  return truncate_utf8(std::string(text.substr(0, text_limit + 1)), text_limit);
+  return truncate_utf8(std::string(text.substr(0, limit + 1)), limit);
 }
 
 } // namespace bus::detail

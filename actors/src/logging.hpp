@@ -16,6 +16,18 @@
 
 namespace bus::detail {
 
+// An exception's text to go into a log line, cut at a limit only as the
+// line is formatted: a line below its logger's level costs no copy of it.
+// A view: it lives in the call that formats it (log.cut(e.what()) as an
+// argument), no longer.
+struct cut_text {
+  std::string_view text;
+  std::size_t limit;
+
+  // The text cut as fault headers are cut (bus::truncate_utf8).
+  [[nodiscard]] std::string str() const;
+};
+
 struct loggers {
   std::shared_ptr<spdlog::logger> endpoint;        // bus.endpoint: start, stop, consumer deaths
   std::shared_ptr<spdlog::logger> immediate_retry; // bus.immediate_retry (info)
@@ -36,9 +48,9 @@ struct loggers {
   static loggers make(std::vector<std::shared_ptr<spdlog::sinks::sink>> sinks, bool json = false,
                       std::size_t text_limit = 4096);
 
-  // `text` cut at text_limit bytes, as fault headers are cut
+  // `text` to be cut at text_limit bytes, as fault headers are cut
   // (bus::truncate_utf8): for an exception's message or type in a log line.
-  [[nodiscard]] std::string cut(std::string_view text) const;
+  [[nodiscard]] cut_text cut(std::string_view text) const noexcept { return {text, text_limit}; }
 };
 
 // The log format: JSON if `chosen` (the builder's json_logs()), unless the
@@ -48,3 +60,17 @@ struct loggers {
 [[nodiscard]] std::string choose_log_format(bool chosen, bool& json);
 
 } // namespace bus::detail
+
+// Formats a cut_text: the text itself when it is within its limit (no
+// copy), else the cut copy.
+template <>
+struct fmt::formatter<bus::detail::cut_text> : fmt::formatter<fmt::string_view> {
+  template <class FormatContext>
+  auto format(const bus::detail::cut_text& t, FormatContext& ctx) const -> decltype(ctx.out()) {
+    if (t.text.size() <= t.limit)
+      return fmt::formatter<fmt::string_view>::format(fmt::string_view(t.text.data(), t.text.size()),
+                                                      ctx);
+    auto cut = t.str();
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(cut.data(), cut.size()), ctx);
+  }
+};
