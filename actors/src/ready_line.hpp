@@ -38,9 +38,10 @@ public:
   // reports itself idle and its thread sleeps: the delivery its own
   // acknowledgement released is on its way to the endpoint, and from there
   // to the line. A no-op handler at 8 slots on 2 cores: 1.4x the messages
-  // (docs/performance.md); 20 us keeps what a thread burns after its last
-  // delivery small.
-  static constexpr std::chrono::microseconds linger{20};
+  // at 20 us, and 1.08-1.25x that again at 50 us, where 100 us added
+  // nothing more (docs/performance.md, "A longer look before sleeping");
+  // it is what a thread burns after its last delivery.
+  static constexpr std::chrono::microseconds linger{50};
   // Only after an attempt shorter than this: handlers that block (10 ms
   // each) ran 3% slower when their threads lingered.
   static constexpr std::chrono::microseconds short_attempt{1000};
