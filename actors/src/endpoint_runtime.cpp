@@ -22,6 +22,7 @@ endpoint_runtime::endpoint_runtime(endpoint_definition definition,
                                    std::shared_ptr<endpoint_status> status,
                                    std::shared_ptr<endpoint_run> run, settings config)
   : def_(std::move(definition)), registry_(std::move(registry)), transport_(std::move(transport)),
+    prefetch_(def_.stream || transport_->capabilities().durable ? def_.slots : 2 * def_.slots),
     log_(std::move(log)), clock_(std::move(clock)), status_(std::move(status)), run_(std::move(run)),
     host_(host_name()), process_(std::to_string(::getpid())), settings_(std::move(config)) {
   // Handler types were checked against the registry when the bus was built.

@@ -107,6 +107,19 @@ public:
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
   [[nodiscard]] const std::string& process() const noexcept { return process_; }
   [[nodiscard]] const settings& config() const noexcept { return settings_; }
+  // How many deliveries of its queue the endpoint holds unsettled: one per
+  // slot, and on a transport whose messages die with the process (in
+  // memory) one more per slot, waiting in the endpoint. Those are offered
+  // to the consumers ahead (ready_line.hpp), so a consumer that ends its
+  // delivery takes the next at once, instead of sleeping until the
+  // transport hands one over for its acknowledgement. On a durable broker
+  // each prefetched delivery would go back to the queue when the process
+  // dies, and count as a delivery of it there: one slot's worth only. A
+  // stream is read one per slot.
+  [[nodiscard]] std::size_t prefetch() const noexcept { return prefetch_; }
+  // Whether deliveries wait in the endpoint while every slot is busy, to
+  // be offered ahead: without, a consumer that looks for one looks in vain.
+  [[nodiscard]] bool prefetches_ahead() const noexcept { return prefetch_ > def_.slots; }
 
   // Tells the observer, if any, about a step of `msg`'s journey. `fill`
   // sets the fields beyond kind, time, endpoint and message; it runs only
@@ -156,6 +169,7 @@ private:
   endpoint_definition def_;
   std::shared_ptr<const message_registry> registry_;
   transport_ptr transport_;
+  std::size_t prefetch_;
   loggers log_;
   std::function<time_point()> clock_;
   std::shared_ptr<endpoint_status> status_;

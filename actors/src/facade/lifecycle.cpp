@@ -13,22 +13,6 @@
 
 namespace bus {
 
-namespace {
-
-// How many deliveries of a queue the endpoint holds unsettled: one per
-// slot, and on a transport whose messages die with the process (in
-// memory) one more per slot, waiting in the endpoint. Those are offered
-// to the consumers ahead (ready_line.hpp), so a consumer that ends its
-// delivery takes the next at once, instead of sleeping until the
-// transport hands one over for its acknowledgement. On a durable broker
-// each prefetched delivery would go back to the queue when the process
-// dies, and count as a delivery of it there: one slot's worth only.
-std::size_t prefetch_for(const endpoint_definition& def, const transport& t) {
-  return t.capabilities().durable ? def.slots : 2 * def.slots;
-}
-
-} // namespace
-
 result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_entry& e) {
   auto& t = *transport;
   const auto& def = e.definition;
@@ -105,6 +89,7 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
                                               reader};
   auto rt = std::make_shared<const detail::endpoint_runtime>(def, registry, transport, log, clock,
                                                              e.status, run, std::move(settings));
+  const auto prefetch = rt->prefetch();
   auto actor = system->spawn(detail::endpoint_actor, std::move(rt));
   auto deliver = [actor, reader](delivery d) {
     if (reader && d.stream_offset)
@@ -114,9 +99,9 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
   // A stream's reader is named after its endpoint, so that the stop's
   // cancel(def.name) ends it as it ends a queue's consumption.
   auto consuming = def.stream ? t.consume_stream(def.name, input,
-                                                 reader->start(def.stream->start), def.slots,
+                                                 reader->start(def.stream->start), prefetch,
                                                  std::move(deliver))
-                              : t.consume(def.name, prefetch_for(def, t), std::move(deliver));
+                              : t.consume(def.name, prefetch, std::move(deliver));
   if (!consuming) {
     // The endpoint stops its consumers, scheduler and breaker, as in any
     // stop; the definition stays, so a later start can try again.
