@@ -342,15 +342,17 @@ void replace_helper(endpoint* self, const caf::down_msg& dm, bool scheduler) {
 
 } // namespace
 
-bool offers_ahead(const endpoint_definition& def) {
+bool offers_ahead(const endpoint_runtime& rt) {
+  const auto& def = rt.definition();
   return def.threads == handler_threads::dedicated && !def.adaptive
-         && def.rate_limit.consecutive_failures == 0 && def.dependencies.empty();
+         && def.rate_limit.consecutive_failures == 0 && def.dependencies.empty()
+         && rt.prefetches_ahead();
 }
 
 caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   auto& st = self->state;
-  if (offers_ahead(st.rt->definition()))
+  if (offers_ahead(*st.rt))
     st.ready = std::make_shared<ready_line>();
   spawn_scheduler(self);
   if (st.rt->definition().rate_limit.consecutive_failures > 0) {

@@ -91,8 +91,11 @@ struct endpoint_state {
 // ones learn from the time since dispatch, which a wait in the line would
 // stretch); and with neither rate limiting nor a dependency breaker, which
 // stop dispatching the moment they trip: a consumer that takes an offer
-// as it reports does not wait for the endpoint's word.
-[[nodiscard]] bool offers_ahead(const endpoint_definition& def);
+// as it reports does not wait for the endpoint's word. And only where the
+// endpoint holds more than a delivery per slot (in memory): on a durable
+// broker nothing waits while every slot is busy, so nothing could be
+// offered, and a consumer's look at the line would only spin.
+[[nodiscard]] bool offers_ahead(const endpoint_runtime& rt);
 
 // Spawns the endpoint's consumers. Deliveries arrive as (deliver_atom,
 // delivery) from the transport's handler, which the bus registers right

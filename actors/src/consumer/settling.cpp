@@ -55,18 +55,16 @@ completion to_self(consumer* self, ending_step step) {
 void report_and_go_on(consumer* self, outcome result) {
   auto& st = self->state;
   auto tag = st.current->item.tag;
-  // Lingering pays where handlers are short and the endpoint holds more
-  // than a delivery per slot: a thread that blocked for a while (a
-  // database call) is better off asleep than spinning; on a durable broker
-  // (one delivery per slot) nothing waits to be offered while this slot
-  // is busy, so the look would only take the CPU the broker needs; and the
+  // Lingering pays where handlers are short: a thread that blocked for a
+  // while (a database call) is better off asleep than spinning, and the
   // test coordinator runs every actor on one thread, where the endpoint
-  // cannot offer while a consumer lingers.
+  // cannot offer while a consumer lingers. (Without offers, on a durable
+  // broker, there is no line to look at: offers_ahead.)
   auto started = st.current->attempt_started;
   st.current.reset();
   std::uint64_t taken = 0;
   if (st.ready && !st.next) {
-    auto linger = st.rt->prefetches_ahead() && !st.rt->config().deterministic
+    auto linger = !st.rt->config().deterministic
                   && st.rt->now() - started < ready_line::short_attempt;
     st.next = linger ? st.ready->take_lingering(ready_line::linger) : st.ready->take();
     if (st.next) {
