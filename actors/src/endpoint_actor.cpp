@@ -352,6 +352,7 @@ bool offers_ahead(const endpoint_runtime& rt) {
 caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
   self->state.rt = std::move(rt);
   auto& st = self->state;
+  st.busy.publish_to(st.rt->counters().busy_slots);
   if (offers_ahead(*st.rt))
     st.ready = std::make_shared<ready_line>();
   spawn_scheduler(self);

@@ -36,10 +36,51 @@ struct work_in_progress {
   std::size_t in_flight = 0;
 };
 
+// The consumers at work, each with what it works on. Their number is
+// published as it changes (endpoint_stats::busy_slots, bus_busy_slots):
+// the slots running a delivery now, which the deliveries in flight are
+// not. Paused for a dependency, an endpoint holds deliveries and runs
+// none.
+class busy_consumers {
+public:
+  using map_type = std::unordered_map<caf::actor_addr, work_in_progress>;
+  using iterator = map_type::iterator;
+
+  void publish_to(std::atomic<std::int64_t>& gauge) noexcept {
+    gauge_ = &gauge;
+    publish();
+  }
+
+  template <class... Args>
+  void emplace(Args&&... args) {
+    map_.emplace(std::forward<Args>(args)...);
+    publish();
+  }
+  iterator erase(iterator it) {
+    auto next = map_.erase(it);
+    publish();
+    return next;
+  }
+  [[nodiscard]] iterator find(const caf::actor_addr& consumer) { return map_.find(consumer); }
+  [[nodiscard]] iterator begin() noexcept { return map_.begin(); }
+  [[nodiscard]] iterator end() noexcept { return map_.end(); }
+  [[nodiscard]] std::size_t size() const noexcept { return map_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return map_.empty(); }
+
+private:
+  void publish() noexcept {
+    if (gauge_)
+      gauge_->store(static_cast<std::int64_t>(map_.size()), std::memory_order_relaxed);
+  }
+
+  map_type map_;
+  std::atomic<std::int64_t>* gauge_ = nullptr;
+};
+
 struct endpoint_state {
   endpoint_runtime_ptr rt;
-  std::vector<caf::actor> idle;                          // consumers waiting for work
-  std::unordered_map<caf::actor_addr, work_in_progress> busy; // consumer -> what it works on
+  std::vector<caf::actor> idle; // consumers waiting for work
+  busy_consumers busy;          // consumer -> what it works on
   // Deliveries offered ahead to busy consumers (ready_line.hpp), by their
   // number, from the offer until the report that names who took it; null
   // and empty where the endpoint offers none (offers_ahead).

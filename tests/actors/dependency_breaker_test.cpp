@@ -123,8 +123,9 @@ TEST_CASE("a 5-minute database outage pauses both endpoints sharing the breaker,
     CHECK(s.dependency_paused);
     CHECK(s.dependency_pauses == 1);
     // Held by the endpoint, not settled: one delivery per slot, and in
-    // memory one more waiting.
+    // memory one more waiting. None runs: no slot is busy.
     CHECK(s.in_flight == 2 * slots);
+    CHECK(s.busy_slots == 0);
   }
   CHECK(h.stats("orders").held_back + h.stats("invoices").held_back == 2 * slots);
 

@@ -40,6 +40,10 @@ struct endpoint_stats {
   // Handler calls it allows at once now: its slots, or with adaptive slots
   // the limit it estimates (a probe's drain to the least is not shown).
   std::uint64_t concurrency_limit = 0;
+  // Slots running a delivery now. Deliveries in flight that wait in the
+  // endpoint (paused for a dependency, rate limited, offered ahead to a
+  // busy slot) hold none.
+  std::int64_t busy_slots = 0;
   // A stream endpoint's (issue 27): the last offset with everything up to
   // it settled, the one a restart resumes after (-1: none yet, or not a
   // stream endpoint), and the messages of the stream after it, as of the
@@ -75,6 +79,7 @@ public:
   std::atomic<std::uint64_t> outbox_pending{0};
   std::atomic<std::uint64_t> outbox_pending_sends{0};
   std::atomic<std::uint64_t> concurrency_limit{0};
+  std::atomic<std::int64_t> busy_slots{0};
   std::atomic<std::int64_t> stream_offset{-1};
   std::atomic<std::uint64_t> stream_lag{0};
 
@@ -88,7 +93,7 @@ public:
             dependency_paused.load(r), dependency_pauses.load(r), held_back.load(r),
             probes.load(r), retries_denied.load(r), expired.load(r), duplicates.load(r),
             inbox_cleanups.load(r), inbox_records_cleaned.load(r), outbox_pending.load(r),
-            outbox_pending_sends.load(r), concurrency_limit.load(r),
+            outbox_pending_sends.load(r), concurrency_limit.load(r), busy_slots.load(r),
             stream_offset.load(r), stream_lag.load(r)};
   }
 };

@@ -21,7 +21,8 @@ nlohmann::json stats_json(const endpoint_stats& s) {
           {"dependency_paused", s.dependency_paused},
           {"retries_denied", s.retries_denied},
           {"expired", s.expired},
-          {"concurrency_limit", s.concurrency_limit}};
+          {"concurrency_limit", s.concurrency_limit},
+          {"busy_slots", s.busy_slots}};
 }
 
 nlohmann::json endpoint_json(const metrics::endpoint_view& e, const endpoint_extras& x,

@@ -301,10 +301,7 @@ struct exporter::endpoint_series {
     // Every episode but a current one has ended.
     to_full.push(s.rate_limit_episodes - (s.rate_limited && s.rate_limit_episodes > 0 ? 1 : 0));
     in_flight->Set(static_cast<double>(s.in_flight));
-    // A slot holds a delivery from its take to its settle; when rate
-    // limited, one slot serves and the others' deliveries wait.
-    auto usable = static_cast<std::int64_t>(s.rate_limited ? 1 : s.concurrency_limit);
-    busy_slots->Set(static_cast<double>(std::max<std::int64_t>(0, std::min(s.in_flight, usable))));
+    busy_slots->Set(static_cast<double>(s.busy_slots));
     slots->Set(static_cast<double>(e.slots));
     concurrency_limit->Set(static_cast<double>(s.concurrency_limit));
     pending->Set(static_cast<double>(s.pending_redelivery));

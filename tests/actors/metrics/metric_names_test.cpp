@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <prometheus/registry.h>
 
@@ -195,5 +197,76 @@ TEST_CASE("an endpoint that reads a stream has its offset and lag as gauges, and
     [&] { return gauge_of(*registry, "bus_stream_offset", "projection") == 2.0; }, 10s));
   CHECK(gauge_of(*registry, "bus_stream_lag_messages", "projection") == 0.0);
   CHECK_FALSE(gauge_of(*registry, "bus_stream_offset", "billing"));
+  bus->stop();
+}
+
+namespace {
+
+struct ledger_down : std::runtime_error {
+  ledger_down() : std::runtime_error("ledger unavailable") {}
+};
+
+} // namespace
+
+TEST_CASE("an endpoint paused for its dependency shows its deliveries in flight and no busy slot",
+          "[metrics]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  bus::test::real_threads_bus rig;
+  bus::dependency_breaker_settings ledger;
+  ledger.consecutive_failures = 1; // the first failure opens it
+  ledger.open_wait = 1h;           // and no probe comes during the test
+  auto b = rig.builder();
+  b.metrics_registry(registry, 20ms)
+    .dependency("ledger", ledger)
+    .add_resilience([](bus::policy_builder& p) { p.on<ledger_down>().trips("ledger"); })
+    .endpoint("billing", [](bus::endpoint_builder& e) {
+      e.slots(2).handle<bus::test::order_placed>(
+        [](const bus::test::order_placed&) { throw ledger_down(); });
+    });
+  auto bus = rig.build(b);
+  REQUIRE(bus->start());
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(bus->send("billing", bus::test::order_placed{"o-" + std::to_string(i), 1.0}));
+  // Paused, the endpoint holds what it took (in memory two per slot), and
+  // no slot runs anything: an operator must not read a saturated endpoint.
+  REQUIRE(bus::test::eventually(
+    [&] {
+      return gauge_of(*registry, "bus_dependency_paused", "billing") == 1.0
+             && gauge_of(*registry, "bus_messages_in_flight", "billing") == 4.0;
+    },
+    10s));
+  CHECK(bus::test::eventually([&] { return gauge_of(*registry, "bus_busy_slots", "billing") == 0.0; },
+                              10s));
+  CHECK(bus->stats("billing")->busy_slots == 0);
+  bus->stop();
+}
+
+TEST_CASE("busy slots count the handlers running, not the deliveries waiting behind them",
+          "[metrics]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  bus::test::real_threads_bus rig;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  auto b = rig.builder();
+  b.metrics_registry(registry, 20ms).endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.slots(2).handle<bus::test::order_placed>(
+      [released](const bus::test::order_placed&) { released.wait(); });
+  });
+  auto bus = rig.build(b);
+  REQUIRE(bus->start());
+  for (int i = 0; i < 6; ++i)
+    REQUIRE(bus->send("billing", bus::test::order_placed{"o-" + std::to_string(i), 1.0}));
+  // Both slots block; in memory the endpoint holds two more behind them.
+  REQUIRE(bus::test::eventually(
+    [&] {
+      auto s = bus->stats("billing");
+      return s && s->in_flight == 4 && s->busy_slots == 2;
+    },
+    10s));
+  CHECK(bus::test::eventually([&] { return gauge_of(*registry, "bus_busy_slots", "billing") == 2.0; },
+                              10s));
+  release.set_value();
+  REQUIRE(bus::test::eventually([&] { return bus->stats("billing")->handled == 6; }, 10s));
+  CHECK(bus::test::eventually([&] { return bus->stats("billing")->busy_slots == 0; }, 10s));
   bus->stop();
 }
