@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
-#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +14,7 @@
 #include <prometheus/registry.h>
 
 #include "support/eventually.hpp"
+#include "support/handler_gate.hpp"
 #include "support/real_threads_bus.hpp"
 #include "support/scratch_directory.hpp"
 
@@ -245,18 +245,18 @@ TEST_CASE("busy slots count the handlers running, not the deliveries waiting beh
           "[metrics]") {
   auto registry = std::make_shared<prometheus::Registry>();
   bus::test::real_threads_bus rig;
-  std::promise<void> release;
-  auto released = release.get_future().share();
+  auto gate = std::make_shared<bus::test::handler_gate>();
   auto b = rig.builder();
   b.metrics_registry(registry, 20ms).endpoint("billing", [&](bus::endpoint_builder& e) {
     e.slots(2).handle<bus::test::order_placed>(
-      [released](const bus::test::order_placed&) { released.wait(); });
+      [gate](const bus::test::order_placed&) { (void)gate->pass(); });
   });
   auto bus = rig.build(b);
   REQUIRE(bus->start());
   for (int i = 0; i < 6; ++i)
     REQUIRE(bus->send("billing", bus::test::order_placed{"o-" + std::to_string(i), 1.0}));
   // Both slots block; in memory the endpoint holds two more behind them.
+  REQUIRE(gate->wait_inside(2));
   REQUIRE(bus::test::eventually(
     [&] {
       auto s = bus->stats("billing");
@@ -265,7 +265,7 @@ TEST_CASE("busy slots count the handlers running, not the deliveries waiting beh
     10s));
   CHECK(bus::test::eventually([&] { return gauge_of(*registry, "bus_busy_slots", "billing") == 2.0; },
                               10s));
-  release.set_value();
+  gate->open();
   REQUIRE(bus::test::eventually([&] { return bus->stats("billing")->handled == 6; }, 10s));
   CHECK(bus::test::eventually([&] { return bus->stats("billing")->busy_slots == 0; }, 10s));
   bus->stop();
