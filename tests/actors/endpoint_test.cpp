@@ -454,7 +454,7 @@ TEST_CASE_METHOD(caf_fixture,
     });
   auto bus = start(b);
   for (int i = 0; i < messages; ++i)
-    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), i}));
+    REQUIRE(bus->send("billing", order_placed{"o-" + std::to_string(i), double(i)}));
   sched.run();
   REQUIRE(stats(*bus, "billing").pending_redelivery == messages);
   // All come due together. One message at a time, until the scheduler's
