@@ -19,10 +19,6 @@ std::string label_of(const outbox_report& r) {
   return r.file ? r.store + " '" + *r.file + "'" : r.store;
 }
 
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 std::size_t total_messages(const outbox_report& r) {
   std::size_t n = 0;
   for (const auto& b : r.backlog)

@@ -59,10 +59,6 @@ json outcomes_json(const std::vector<replayed_message>& list, bool with_problem)
   return out;
 }
 
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 // A header value as one line of text: strings as they are, anything else
 // (numbers, the broker's x-death tables) as compact JSON.
 std::string value_text(const json& v) {

@@ -46,4 +46,8 @@ std::string render_table(const table_row& header, const std::vector<table_row>& 
   return out;
 }
 
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 } // namespace bus::ctl

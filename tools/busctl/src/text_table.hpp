@@ -16,4 +16,7 @@ using table_row = std::vector<std::string>;
 // Characters in UTF-8 `text` (bytes that do not continue a sequence).
 [[nodiscard]] std::size_t display_width(const std::string& text);
 
+// A count and its noun: "1 message", "3 messages".
+[[nodiscard]] std::string plural(std::size_t n, const char* one, const char* many);
+
 } // namespace bus::ctl

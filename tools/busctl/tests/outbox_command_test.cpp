@@ -14,10 +14,13 @@
 #include "bus/sqlite_store.hpp"
 #include "commands.hpp"
 #include "support/scratch_directory.hpp"
+#include "text_lines.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
+
+using bus::ctl::test::lines_of;
 
 struct busctl_run {
   int code = -1;
@@ -34,14 +37,6 @@ busctl_run busctl(const std::vector<std::string>& args) {
   r.out = out.str();
   r.err = err.str();
   return r;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    out.push_back(line);
-  return out;
 }
 
 // A SQLite store with records as a bus leaves them, handled at `at`.

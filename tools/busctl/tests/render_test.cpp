@@ -1,9 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include <sstream>
-
 #include "messages.hpp"
 #include "render.hpp"
+#include "text_lines.hpp"
 #include "text_table.hpp"
 
 using namespace bus::ctl;
@@ -12,13 +11,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    out.push_back(line);
-  return out;
-}
+using bus::ctl::test::lines_of;
 
 queue_listing sample_listing() {
   queue_listing l;
