@@ -7,6 +7,7 @@
 #include "bus/header_names.hpp"
 #include "bus/testing/harness.hpp"
 #include "bus/trace_context.hpp"
+#include "support/envelope_text.hpp"
 #include "support/sample_messages.hpp"
 
 using namespace std::chrono_literals;
@@ -16,18 +17,15 @@ using bus::test::order_placed;
 
 namespace {
 
+using bus::test::header_or_missing;
+
 constexpr const char* sender_traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 constexpr const char* sender_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
 constexpr const char* sender_span = "00f067aa0ba902b7";
 constexpr const char* sender_state = "vendor=abc,other=1";
 
-std::string header(const bus::envelope& e, std::string_view name) {
-  auto v = e.headers.find(name);
-  return v ? std::string(*v) : std::string("<missing>");
-}
-
 bus::trace_context traceparent_of(const bus::envelope& e) {
-  auto parsed = bus::parse_traceparent(header(e, bus::header::traceparent));
+  auto parsed = bus::parse_traceparent(header_or_missing(e, bus::header::traceparent));
   REQUIRE(parsed);
   return *parsed;
 }
@@ -117,7 +115,7 @@ TEST_CASE("one trace id runs through an immediate retry, a redelivery and what t
   CHECK(bus::to_hex(carried.trace) == sender_trace);
   CHECK(bus::to_hex(carried.parent) == spans[2].span_id);
   CHECK(carried.flags == 0x01);
-  CHECK(header(*invoices[0], bus::header::tracestate) == sender_state);
+  CHECK(header_or_missing(*invoices[0], bus::header::tracestate) == sender_state);
 }
 
 TEST_CASE("the error queue's copy keeps the trace and names the span of the attempt that failed last") {
@@ -135,10 +133,10 @@ TEST_CASE("the error queue's copy keeps the trace and names the span of the atte
   CHECK(spans[3].reason != "");
   for (const auto& s : spans)
     CHECK(s.trace_id == sender_trace);
-  CHECK(header(copy, bus::header::traceparent) == sender_traceparent);
-  CHECK(header(copy, bus::header::tracestate) == sender_state);
-  CHECK(header(copy, bus::header::fault_trace_id) == sender_trace);
-  CHECK(header(copy, bus::header::fault_span_id) == spans[3].span_id);
+  CHECK(header_or_missing(copy, bus::header::traceparent) == sender_traceparent);
+  CHECK(header_or_missing(copy, bus::header::tracestate) == sender_state);
+  CHECK(header_or_missing(copy, bus::header::fault_trace_id) == sender_trace);
+  CHECK(header_or_missing(copy, bus::header::fault_span_id) == spans[3].span_id);
 
   // fault<order_placed>, raised as it ended: in the same trace, a child of
   // the attempt that failed last.
@@ -175,8 +173,8 @@ TEST_CASE("a message that arrives without trace context gets a trace of its own,
   auto written = traceparent_of(*errors[0]);
   CHECK(bus::to_hex(written.trace) == spans[0].trace_id);
   CHECK(bus::to_hex(written.parent) == spans[3].span_id);
-  CHECK(header(*errors[0], bus::header::tracestate) == "<missing>");
-  CHECK(header(*errors[0], bus::header::fault_trace_id) == spans[0].trace_id);
+  CHECK(header_or_missing(*errors[0], bus::header::tracestate) == "<missing>");
+  CHECK(header_or_missing(*errors[0], bus::header::fault_trace_id) == spans[0].trace_id);
 }
 
 TEST_CASE("a send from outside a handler starts a trace unless it brings a valid one") {
@@ -196,11 +194,11 @@ TEST_CASE("a send from outside a handler starts a trace unless it brings a valid
   auto second = traceparent_of(*sent[1]);
   CHECK(first.trace != second.trace); // each send outside a handler is a trace of its own
   CHECK(first.flags == 0x01);
-  CHECK(header(*sent[2], bus::header::traceparent) == sender_traceparent);
-  CHECK(header(*sent[2], bus::header::tracestate) == sender_state);
+  CHECK(header_or_missing(*sent[2], bus::header::traceparent) == sender_traceparent);
+  CHECK(header_or_missing(*sent[2], bus::header::tracestate) == sender_state);
   // A malformed traceparent is no error: a new trace replaces it, and its
   // tracestate, meaningless now, is dropped.
   auto replaced = traceparent_of(*sent[3]);
   CHECK(bus::to_hex(replaced.trace) != sender_trace);
-  CHECK(header(*sent[3], bus::header::tracestate) == "<missing>");
+  CHECK(header_or_missing(*sent[3], bus::header::tracestate) == "<missing>");
 }

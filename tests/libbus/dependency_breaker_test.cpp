@@ -17,11 +17,11 @@
 
 using namespace std::chrono_literals;
 using bus::breaker_state;
-using transition = bus::dependency_breaker::transition;
+using breaker_transition = bus::dependency_breaker::transition;
 
 namespace {
 
-const bus::time_point t0 = bus::time_point{} + 1000h;
+const bus::time_point breaker_t0 = bus::time_point{} + 1000h;
 
 bus::dependency_breaker_settings consecutive_only(int n) {
   bus::dependency_breaker_settings s;
@@ -45,98 +45,99 @@ bus::dependency_breaker_settings rate_only(double rate, int minimum) {
 
 TEST_CASE("the breaker opens at the threshold of consecutive failures, once") {
   bus::dependency_breaker b(consecutive_only(3));
-  CHECK(b.record_failure(t0, false) == transition::none);
-  CHECK(b.record_failure(t0, false) == transition::none);
-  CHECK(b.state(t0) == breaker_state::closed);
-  CHECK(b.record_failure(t0 + 1ms, false) == transition::opened);
-  CHECK(b.state(t0 + 1ms) == breaker_state::open);
+  CHECK(b.record_failure(breaker_t0, false) == breaker_transition::none);
+  CHECK(b.record_failure(breaker_t0, false) == breaker_transition::none);
+  CHECK(b.state(breaker_t0) == breaker_state::closed);
+  CHECK(b.record_failure(breaker_t0 + 1ms, false) == breaker_transition::opened);
+  CHECK(b.state(breaker_t0 + 1ms) == breaker_state::open);
   CHECK_FALSE(b.closed());
-  CHECK(b.open_until() == t0 + 1ms + 5s);
+  CHECK(b.open_until() == breaker_t0 + 1ms + 5s);
   // A call in flight when it opened changes nothing.
-  CHECK(b.record_failure(t0 + 2ms, false) == transition::none);
-  CHECK(b.record_success(t0 + 2ms, false) == transition::none);
+  CHECK(b.record_failure(breaker_t0 + 2ms, false) == breaker_transition::none);
+  CHECK(b.record_success(breaker_t0 + 2ms, false) == breaker_transition::none);
   CHECK(b.times_opened() == 1);
 }
 
 TEST_CASE("a success ends the streak of consecutive failures") {
   bus::dependency_breaker b(consecutive_only(2));
-  CHECK(b.record_failure(t0, false) == transition::none);
-  CHECK(b.record_success(t0, false) == transition::none);
-  CHECK(b.record_failure(t0, false) == transition::none);
+  CHECK(b.record_failure(breaker_t0, false) == breaker_transition::none);
+  CHECK(b.record_success(breaker_t0, false) == breaker_transition::none);
+  CHECK(b.record_failure(breaker_t0, false) == breaker_transition::none);
   CHECK(b.consecutive() == 1);
-  CHECK(b.record_failure(t0, false) == transition::opened);
+  CHECK(b.record_failure(breaker_t0, false) == breaker_transition::opened);
 }
 
 TEST_CASE("the failure rate opens the breaker only with the minimum of calls in the window") {
   bus::dependency_breaker b(rate_only(0.5, 10));
   // 4 failures out of 8: 50%, but fewer than 10 calls.
   for (int i = 0; i < 4; ++i) {
-    CHECK(b.record_success(t0, false) == transition::none);
-    CHECK(b.record_failure(t0, false) == transition::none);
+    CHECK(b.record_success(breaker_t0, false) == breaker_transition::none);
+    CHECK(b.record_failure(breaker_t0, false) == breaker_transition::none);
   }
-  CHECK(b.record_success(t0, false) == transition::none); // 4 of 9
-  CHECK(b.record_failure(t0, false) == transition::opened); // 5 of 10
+  CHECK(b.record_success(breaker_t0, false) == breaker_transition::none);   // 4 of 9
+  CHECK(b.record_failure(breaker_t0, false) == breaker_transition::opened); // 5 of 10
 }
 
 TEST_CASE("a failure rate under the threshold never opens the breaker") {
   bus::dependency_breaker b(rate_only(0.5, 10));
   for (int i = 0; i < 1000; ++i) {
-    auto now = t0 + i * 10ms;
-    CHECK(b.record_success(now, false) == transition::none);
-    CHECK(b.record_success(now, false) == transition::none);
-    CHECK(b.record_failure(now, false) == transition::none); // 33%
+    auto now = breaker_t0 + i * 10ms;
+    CHECK(b.record_success(now, false) == breaker_transition::none);
+    CHECK(b.record_success(now, false) == breaker_transition::none);
+    CHECK(b.record_failure(now, false) == breaker_transition::none); // 33%
   }
-  CHECK(b.state(t0 + 10s) == breaker_state::closed);
+  CHECK(b.state(breaker_t0 + 10s) == breaker_state::closed);
 }
 
 TEST_CASE("outcomes older than the window no longer count towards the rate") {
   bus::dependency_breaker b(rate_only(0.5, 10));
   for (int i = 0; i < 9; ++i)
-    CHECK(b.record_failure(t0, false) == transition::none); // 9 of 9, under the minimum
-  CHECK(b.calls(t0 + 9s) == 9);
-  CHECK(b.calls(t0 + 10s) == 0);
+    CHECK(b.record_failure(breaker_t0, false)
+          == breaker_transition::none); // 9 of 9, under the minimum
+  CHECK(b.calls(breaker_t0 + 9s) == 9);
+  CHECK(b.calls(breaker_t0 + 10s) == 0);
   // Eleven seconds later the old failures have left the window.
-  CHECK(b.record_failure(t0 + 11s, false) == transition::none);
-  CHECK(b.failures(t0 + 11s) == 1);
+  CHECK(b.record_failure(breaker_t0 + 11s, false) == breaker_transition::none);
+  CHECK(b.failures(breaker_t0 + 11s) == 1);
 }
 
 TEST_CASE("after the wait one probe goes through, and its success closes the breaker") {
   bus::dependency_breaker b(consecutive_only(1));
-  REQUIRE(b.record_failure(t0, false) == transition::opened);
-  CHECK_FALSE(b.try_probe(t0 + 4999ms));
-  CHECK(b.state(t0 + 5s) == breaker_state::half_open);
-  CHECK(b.try_probe(t0 + 5s));
-  CHECK_FALSE(b.try_probe(t0 + 5s)); // one probe at a time
+  REQUIRE(b.record_failure(breaker_t0, false) == breaker_transition::opened);
+  CHECK_FALSE(b.try_probe(breaker_t0 + 4999ms));
+  CHECK(b.state(breaker_t0 + 5s) == breaker_state::half_open);
+  CHECK(b.try_probe(breaker_t0 + 5s));
+  CHECK_FALSE(b.try_probe(breaker_t0 + 5s)); // one probe at a time
   CHECK(b.probe_out());
   // Successes other than the probe's do not close it.
-  CHECK(b.record_success(t0 + 5s, false) == transition::none);
-  CHECK(b.record_success(t0 + 6s, true) == transition::closed);
+  CHECK(b.record_success(breaker_t0 + 5s, false) == breaker_transition::none);
+  CHECK(b.record_success(breaker_t0 + 6s, true) == breaker_transition::closed);
   CHECK(b.closed());
   CHECK(b.consecutive() == 0);
-  CHECK(b.calls(t0 + 6s) == 0); // the outage's outcomes are forgotten
+  CHECK(b.calls(breaker_t0 + 6s) == 0); // the outage's outcomes are forgotten
 }
 
 TEST_CASE("the probe's failure opens the breaker again for another wait") {
   bus::dependency_breaker b(consecutive_only(1));
-  REQUIRE(b.record_failure(t0, false) == transition::opened);
-  CHECK(b.advance(t0 + 5s) == transition::half_opened);
-  CHECK(b.advance(t0 + 5s) == transition::none);
-  REQUIRE(b.try_probe(t0 + 5s));
-  CHECK(b.record_failure(t0 + 5s, false) == transition::none); // not the probe
-  CHECK(b.record_failure(t0 + 6s, true) == transition::opened);
-  CHECK(b.open_until() == t0 + 11s);
-  CHECK_FALSE(b.try_probe(t0 + 10s));
-  CHECK(b.try_probe(t0 + 11s));
+  REQUIRE(b.record_failure(breaker_t0, false) == breaker_transition::opened);
+  CHECK(b.advance(breaker_t0 + 5s) == breaker_transition::half_opened);
+  CHECK(b.advance(breaker_t0 + 5s) == breaker_transition::none);
+  REQUIRE(b.try_probe(breaker_t0 + 5s));
+  CHECK(b.record_failure(breaker_t0 + 5s, false) == breaker_transition::none); // not the probe
+  CHECK(b.record_failure(breaker_t0 + 6s, true) == breaker_transition::opened);
+  CHECK(b.open_until() == breaker_t0 + 11s);
+  CHECK_FALSE(b.try_probe(breaker_t0 + 10s));
+  CHECK(b.try_probe(breaker_t0 + 11s));
   CHECK(b.times_opened() == 2);
 }
 
 TEST_CASE("a probe released without a verdict lets another probe through") {
   bus::dependency_breaker b(consecutive_only(1));
-  REQUIRE(b.record_failure(t0, false) == transition::opened);
-  REQUIRE(b.try_probe(t0 + 5s));
+  REQUIRE(b.record_failure(breaker_t0, false) == breaker_transition::opened);
+  REQUIRE(b.try_probe(breaker_t0 + 5s));
   b.release_probe();
-  CHECK(b.state(t0 + 5s) == breaker_state::half_open);
-  CHECK(b.try_probe(t0 + 5s));
+  CHECK(b.state(breaker_t0 + 5s) == breaker_state::half_open);
+  CHECK(b.try_probe(breaker_t0 + 5s));
 }
 
 TEST_CASE("with both triggers off the breaker never opens") {
@@ -145,7 +146,7 @@ TEST_CASE("with both triggers off the breaker never opens") {
   s.failure_rate = 0;
   bus::dependency_breaker b(s);
   for (int i = 0; i < 100; ++i)
-    CHECK(b.record_failure(t0, false) == transition::none);
+    CHECK(b.record_failure(breaker_t0, false) == breaker_transition::none);
   CHECK(b.closed());
 }
 

@@ -8,12 +8,15 @@
 #include "bus/deadline.hpp"
 #include "bus/masstransit.hpp"
 #include "interop/golden.hpp"
+#include "support/envelope_text.hpp"
 
 namespace mt = bus::masstransit;
 using bus::test::field_names;
 using bus::test::golden;
 
 namespace {
+
+using bus::test::header_or_missing;
 
 bus::envelope received(std::string body) {
   bus::envelope e;
@@ -23,14 +26,10 @@ bus::envelope received(std::string body) {
   return e;
 }
 
-mt::message_names names(std::vector<std::pair<std::string, std::string>> table) {
+mt::message_names mt_names(std::vector<std::pair<std::string, std::string>> table) {
   auto made = mt::message_names::from(table);
   REQUIRE(made);
   return std::move(*made);
-}
-
-std::string header(const bus::envelope& e, std::string_view name) {
-  return std::string(e.headers.find(name).value_or("<missing>"));
 }
 
 } // namespace
@@ -39,7 +38,7 @@ TEST_CASE("a golden MassTransit envelope reads as its registered type with its i
           "headers",
           "[masstransit]") {
   auto read = mt::read_envelope(received(golden("masstransit_envelope.json")),
-                                names({{"urn:message:Contracts:OrderPlaced", "order_placed"}}));
+                                mt_names({{"urn:message:Contracts:OrderPlaced", "order_placed"}}));
   REQUIRE(read);
   CHECK(read->message_id == "5d0c0000-8c6f-0015-a3f1-08dc69d1e4b2");
   CHECK(read->message_type == "order_placed");
@@ -52,26 +51,27 @@ TEST_CASE("a golden MassTransit envelope reads as its registered type with its i
   CHECK_FALSE(bus::expires_at(*read)); // expirationTime null
   CHECK(nlohmann::json::parse(*read->body.to_json_text())
         == nlohmann::json({{"orderId", "o-1"}, {"amount", 12.5}}));
-  CHECK(header(*read, "MT-Activity-Id")
+  CHECK(header_or_missing(*read, "MT-Activity-Id")
         == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-  CHECK(header(*read, mt::header::message_types) == "urn:message:Contracts:OrderPlaced");
-  CHECK(header(*read, "amqp-content-type") == std::string(mt::content_type)); // received ones kept
+  CHECK(header_or_missing(*read, mt::header::message_types) == "urn:message:Contracts:OrderPlaced");
+  CHECK(header_or_missing(*read, "amqp-content-type")
+        == std::string(mt::content_type));                 // received ones kept
   CHECK_FALSE(read->headers.find(mt::header::request_id)); // null ids are not headers
 }
 
 TEST_CASE("a MassTransit fault names its fault type first, then the generic one", "[masstransit]") {
   auto fault = "urn:message:MassTransit:Fault[[Contracts:OrderPlaced]]";
   auto read = mt::read_envelope(received(golden("masstransit_fault.json")),
-                                names({{fault, "order_placed_fault"}}));
+                                mt_names({{fault, "order_placed_fault"}}));
   REQUIRE(read);
   CHECK(read->message_type == "order_placed_fault");
   // The exchange MassTransit publishes it to, named by its RabbitMQ name
   // formatter: generic arguments between "--", separated by "::".
   CHECK(mt::exchange_of(fault) == "MassTransit:Fault--Contracts:OrderPlaced--");
-  auto unknown = mt::read_envelope(received(golden("masstransit_fault.json")), names({}));
+  auto unknown = mt::read_envelope(received(golden("masstransit_fault.json")), mt_names({}));
   REQUIRE(unknown);
   CHECK(unknown->message_type.empty()); // skipped by the endpoint, its names in a header
-  CHECK(header(*unknown, mt::header::message_types)
+  CHECK(header_or_missing(*unknown, mt::header::message_types)
         == std::string(fault) + ";urn:message:MassTransit:Fault");
 }
 
@@ -95,24 +95,24 @@ TEST_CASE("a MassTransit request's ids and addresses, Newtonsoft's form without 
     "faultAddress":"queue:sales_faults","messageType":["urn:message:Contracts:PriceQuery"],
     "message":{"sku":"s-1"},"sentTime":"2024-05-01T12:00:00Z",
     "expirationTime":"2024-05-01T12:00:30.5Z","headers":{"tenant":"acme","attempt":2}})";
-  auto read = mt::read_envelope(received(body), names({{"urn:message:Contracts:PriceQuery",
-                                                        "price_query"}}));
+  auto read = mt::read_envelope(received(body),
+                                mt_names({{"urn:message:Contracts:PriceQuery", "price_query"}}));
   REQUIRE(read);
   CHECK(read->message_type == "price_query");
   CHECK(read->response_address == "SALES01_bus_x");
   CHECK(read->fault_address == "sales_faults");
-  CHECK(header(*read, mt::header::request_id) == "r-1");
-  CHECK(header(*read, mt::header::correlation_id) == "c-1");
-  CHECK(header(*read, mt::header::initiator_id) == "i-1");
-  CHECK(header(*read, mt::header::response_address)
+  CHECK(header_or_missing(*read, mt::header::request_id) == "r-1");
+  CHECK(header_or_missing(*read, mt::header::correlation_id) == "c-1");
+  CHECK(header_or_missing(*read, mt::header::initiator_id) == "i-1");
+  CHECK(header_or_missing(*read, mt::header::response_address)
         == "rabbitmq://mq:5673/sales/SALES01_bus_x?temporary=true");
-  CHECK(header(*read, "tenant") == "acme");
-  CHECK(header(*read, "attempt") == "2");
+  CHECK(header_or_missing(*read, "tenant") == "acme");
+  CHECK(header_or_missing(*read, "attempt") == "2");
   CHECK(bus::expires_at(*read) == bus::from_iso8601("2024-05-01T12:00:30.500Z"));
 }
 
 TEST_CASE("a body that is not a MassTransit envelope says what is wrong", "[masstransit]") {
-  auto no_names = names({});
+  auto no_names = mt_names({});
   struct row {
     const char* body;
     const char* says;
@@ -135,7 +135,7 @@ TEST_CASE("MassTransit names are checked when they are given", "[masstransit]") 
   CHECK_FALSE(mt::message_names::from({{"Contracts:OrderPlaced", "order_placed"}}));
   CHECK_FALSE(mt::message_names::from({{"urn:message:A", "a"}, {"urn:message:A", "b"}}));
   CHECK_FALSE(mt::message_names::from({{"urn:message:A", "a"}, {"urn:message:B", "a"}}));
-  auto ok = names({{"urn:message:A", "a"}});
+  auto ok = mt_names({{"urn:message:A", "a"}});
   CHECK(ok.urn_of("a") == "urn:message:A");
   CHECK(ok.registered_of({"urn:message:X", "urn:message:A"}) == "a");
   CHECK(mt::address_name("rabbitmq://localhost/orders") == "orders");
@@ -146,7 +146,7 @@ TEST_CASE("MassTransit names are checked when they are given", "[masstransit]") 
 namespace {
 
 // A message of the bus's own, as a handler of "billing" sends it.
-bus::envelope ours() {
+bus::envelope sent_by_billing() {
   bus::envelope e;
   e.message_id = "0b7e3c52-5a1f-4c3e-9d2a-6f1e8b7c4d10";
   e.message_type = "order_placed";
@@ -177,7 +177,7 @@ TEST_CASE("what the bus publishes in MassTransit's envelope has the golden envel
           "its order and of its kinds",
           "[masstransit]") {
   auto gold = nlohmann::ordered_json::parse(golden("masstransit_envelope.json"));
-  auto ours_mt = written(ours());
+  auto ours_mt = written(sent_by_billing());
   CHECK(field_names(ours_mt) == field_names(gold));
   for (const auto& [name, value] : gold.items()) {
     INFO(name);
@@ -204,7 +204,7 @@ TEST_CASE("what the bus publishes in MassTransit's envelope has the golden envel
 
 TEST_CASE("a reply to a MassTransit request carries its requestId back, to the address it gave",
           "[masstransit]") {
-  auto reply = ours();
+  auto reply = sent_by_billing();
   reply.destination_address = "SALES01_OrdersApi_bus_8ayoyyfpkrycdtwgbdq5jtfzfd";
   reply.headers.set(std::string(mt::header::request_id), "5d0c0000-8c6f-0015-b6a2-08dc69d1e4b2");
   reply.headers.set(std::string(mt::header::correlation_id), "c-9");
@@ -218,12 +218,12 @@ TEST_CASE("a reply to a MassTransit request carries its requestId back, to the a
 }
 
 TEST_CASE("what the bus writes in MassTransit's envelope reads back as it was", "[masstransit]") {
-  auto sent = ours();
+  auto sent = sent_by_billing();
   auto text = mt::write_envelope(sent, "urn:message:Contracts:OrderPlaced", "rabbitmq://mq/orders/",
                                  a_host());
   REQUIRE(text);
   auto read = mt::read_envelope(received(*text),
-                                names({{"urn:message:Contracts:OrderPlaced", "order_placed"}}));
+                                mt_names({{"urn:message:Contracts:OrderPlaced", "order_placed"}}));
   REQUIRE(read);
   CHECK(read->message_id == sent.message_id);
   CHECK(read->message_type == "order_placed");
@@ -235,7 +235,7 @@ TEST_CASE("what the bus writes in MassTransit's envelope reads back as it was", 
 }
 
 TEST_CASE("a body that is not JSON cannot be written in MassTransit's envelope", "[masstransit]") {
-  auto e = ours();
+  auto e = sent_by_billing();
   e.body = bus::message_body::text("<order/>");
   auto text = mt::write_envelope(e, "urn:message:Contracts:OrderPlaced", "rabbitmq://mq/", a_host());
   REQUIRE_FALSE(text);
@@ -265,10 +265,10 @@ TEST_CASE("what the bus writes as MassTransit's Fault<T> has the golden fault's 
   CHECK(urns
         == "urn:message:MassTransit:Fault[[Contracts:OrderPlaced]];urn:message:MassTransit:Fault");
 
-  auto failed = ours();
+  auto failed = sent_by_billing();
   auto fault = mt::write_fault(failed, urn, a_fault(), "f-1", a_host());
   REQUIRE(fault);
-  auto event = ours();
+  auto event = sent_by_billing();
   event.message_id = "e-1";
   event.body = bus::message_body::text(*fault);
   auto text = mt::write_envelope(event, urns, "rabbitmq://localhost/", a_host());
@@ -298,7 +298,7 @@ TEST_CASE("what the bus writes as MassTransit's Fault<T> has the golden fault's 
 }
 
 TEST_CASE("a fault of a message whose body is not JSON cannot be written", "[masstransit]") {
-  auto failed = ours();
+  auto failed = sent_by_billing();
   failed.body = bus::message_body::text("<order/>");
   auto fault =
       mt::write_fault(failed, "urn:message:Contracts:OrderPlaced", a_fault(), "f-1", a_host());

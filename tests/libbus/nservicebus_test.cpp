@@ -7,12 +7,15 @@
 #include "bus/deadline.hpp"
 #include "bus/nservicebus.hpp"
 #include "interop/golden.hpp"
+#include "support/envelope_text.hpp"
 
 namespace nsb = bus::nservicebus;
 
 namespace {
 
-nlohmann::json golden(const std::string& name) {
+using bus::test::header_or_missing;
+
+nlohmann::json golden_json(const std::string& name) {
   return nlohmann::json::parse(bus::test::golden(name));
 }
 
@@ -32,7 +35,7 @@ bus::envelope as_received(const nlohmann::json& message) {
   return e;
 }
 
-nsb::message_names names(std::vector<std::pair<std::string, std::string>> table) {
+nsb::message_names nsb_names(std::vector<std::pair<std::string, std::string>> table) {
   auto made = nsb::message_names::from(table);
   REQUIRE(made);
   return std::move(*made);
@@ -42,9 +45,9 @@ nsb::message_names names(std::vector<std::pair<std::string, std::string>> table)
 
 TEST_CASE("a golden NServiceBus publish reads as its registered type, in its conversation",
           "[nservicebus]") {
-  auto received = as_received(golden("nservicebus_headers.json"));
+  auto received = as_received(golden_json("nservicebus_headers.json"));
   REQUIRE(nsb::is_nservicebus(received));
-  auto read = nsb::read_message(received, names({{"Contracts.OrderPlaced", "order_placed"}}));
+  auto read = nsb::read_message(received, nsb_names({{"Contracts.OrderPlaced", "order_placed"}}));
   REQUIRE(read);
   CHECK(read->message_id == "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1");
   CHECK(read->message_type == "order_placed");
@@ -60,7 +63,8 @@ TEST_CASE("a golden NServiceBus publish reads as its registered type, in its con
 TEST_CASE("NServiceBus names a type by its enclosed types, first known first, or by the AMQP "
           "type property",
           "[nservicebus]") {
-  auto table = names({{"Contracts.IOrderEvent", "order_event"}, {"Contracts.OrderPlaced", "order_placed"}});
+  auto table = nsb_names(
+      {{"Contracts.IOrderEvent", "order_event"}, {"Contracts.OrderPlaced", "order_placed"}});
   CHECK(table.registered_of("Contracts.OrderPlaced, Contracts, Version=1.0.0.0, Culture=neutral, "
                             "PublicKeyToken=null;Contracts.IOrderEvent, Contracts, Version=1.0.0.0")
         == "order_placed");
@@ -100,11 +104,11 @@ TEST_CASE("NServiceBus's times and time spans, and what is not one", "[nserviceb
   timed.headers.set(nsb::header::message_id, "m-2");
   timed.headers.set(nsb::header::time_sent, "2024-05-01 12:00:00:000000 Z");
   timed.headers.set(nsb::header::time_to_be_received, "00:00:30");
-  auto read = nsb::read_message(timed, names({}));
+  auto read = nsb::read_message(timed, nsb_names({}));
   REQUIRE(read);
   CHECK(bus::expires_at(*read) == bus::from_iso8601("2024-05-01T12:00:30Z"));
   timed.headers.set(nsb::header::time_sent, "yesterday");
-  auto broken = nsb::read_message(timed, names({}));
+  auto broken = nsb::read_message(timed, nsb_names({}));
   REQUIRE_FALSE(broken);
   CHECK(broken.error().code == bus::errc::malformed_message);
   CHECK_THAT(broken.error().message, Catch::Contains("NServiceBus.TimeSent of 'yesterday'"));
@@ -113,7 +117,7 @@ TEST_CASE("NServiceBus's times and time spans, and what is not one", "[nserviceb
 namespace {
 
 // A message of the bus's own, as endpoint "Sales" publishes it.
-bus::envelope ours() {
+bus::envelope published_by_sales() {
   bus::envelope e;
   e.message_id = "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1";
   e.message_type = "order_placed";
@@ -123,17 +127,13 @@ bus::envelope ours() {
   return e;
 }
 
-std::string header(const bus::envelope& e, std::string_view name) {
-  return std::string(e.headers.find(name).value_or("<missing>"));
-}
-
 } // namespace
 
 TEST_CASE("what the bus publishes in NServiceBus's convention carries the golden publish's "
           "headers, with their values",
           "[nservicebus]") {
-  auto gold = golden("nservicebus_headers.json");
-  auto out = nsb::with_headers(ours(), "Contracts.OrderPlaced", nsb::intent::publish,
+  auto gold = golden_json("nservicebus_headers.json");
+  auto out = nsb::with_headers(published_by_sales(), "Contracts.OrderPlaced", nsb::intent::publish,
                                {"Sales", "SALES01"}, nullptr);
   // Every header of the golden publish but NServiceBus's version, its host
   // id and its transport's confirmation id (set by a .NET transport).
@@ -145,17 +145,17 @@ TEST_CASE("what the bus publishes in NServiceBus's convention carries the golden
     if (name == "NServiceBus.TimeSent") // the bus keeps milliseconds: below
       continue;
     if (name == "NServiceBus.EnclosedMessageTypes") // the full name, without the assembly
-      CHECK(header(out, name)
+      CHECK(header_or_missing(out, name)
             == value.get<std::string>().substr(0, value.get<std::string>().find(',')));
     else
-      CHECK(header(out, name) == value.get<std::string>());
+      CHECK(header_or_missing(out, name) == value.get<std::string>());
   }
-  CHECK(header(out, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123000 Z");
+  CHECK(header_or_missing(out, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123000 Z");
   CHECK_FALSE(out.headers.contains(nsb::header::time_to_be_received));
   CHECK_FALSE(out.headers.contains(nsb::header::related_to)); // sent outside a handler
   CHECK(nsb::publish_exchange(out) == gold["exchange"]);
   // And it reads back as NServiceBus would hand it to the bus.
-  auto read = nsb::read_message(out, names({{"Contracts.OrderPlaced", "order_placed"}}));
+  auto read = nsb::read_message(out, nsb_names({{"Contracts.OrderPlaced", "order_placed"}}));
   REQUIRE(read);
   CHECK(read->message_type == "order_placed");
   CHECK(read->response_address == "Sales");
@@ -165,34 +165,34 @@ TEST_CASE("what the bus publishes in NServiceBus's convention carries the golden
 TEST_CASE("in NServiceBus's convention a reply correlates to the request, a send from a handler "
           "to what the handled message correlated to, and an expiry is a TimeToBeReceived",
           "[nservicebus]") {
-  auto request = as_received(golden("nservicebus_headers.json"));
+  auto request = as_received(golden_json("nservicebus_headers.json"));
   request.message_id = "request-1";
   request.headers.set(std::string(nsb::header::correlation_id), "conversation-root");
-  auto reply = ours();
+  auto reply = published_by_sales();
   reply.message_id = "reply-1";
   auto replied = nsb::with_headers(reply, "Contracts.OrderAccepted", nsb::intent::reply,
                                    {"Billing", "BILLING01"}, &request);
-  CHECK(header(replied, "NServiceBus.MessageIntent") == "Reply");
-  CHECK(header(replied, "NServiceBus.CorrelationId") == "request-1");
-  CHECK(header(replied, "NServiceBus.RelatedTo") == "request-1");
-  CHECK(header(replied, "NServiceBus.ReplyToAddress") == "Billing");
+  CHECK(header_or_missing(replied, "NServiceBus.MessageIntent") == "Reply");
+  CHECK(header_or_missing(replied, "NServiceBus.CorrelationId") == "request-1");
+  CHECK(header_or_missing(replied, "NServiceBus.RelatedTo") == "request-1");
+  CHECK(header_or_missing(replied, "NServiceBus.ReplyToAddress") == "Billing");
   CHECK(nsb::publish_exchange(replied).empty()); // a reply is sent, not published
 
-  auto sent = ours();
+  auto sent = published_by_sales();
   bus::set_expires_at(sent,
                       sent.sent_at + std::chrono::hours(25) + std::chrono::milliseconds(1500));
   auto out = nsb::with_headers(sent, "Contracts.ShipOrder", nsb::intent::send,
                                {"Billing", "BILLING01"}, &request);
-  CHECK(header(out, "NServiceBus.MessageIntent") == "Send");
-  CHECK(header(out, "NServiceBus.CorrelationId") == "conversation-root");
-  CHECK(header(out, "NServiceBus.TimeToBeReceived") == "1.01:00:01.5000000");
-  CHECK(nsb::parse_time_span(header(out, "NServiceBus.TimeToBeReceived"))
+  CHECK(header_or_missing(out, "NServiceBus.MessageIntent") == "Send");
+  CHECK(header_or_missing(out, "NServiceBus.CorrelationId") == "conversation-root");
+  CHECK(header_or_missing(out, "NServiceBus.TimeToBeReceived") == "1.01:00:01.5000000");
+  CHECK(nsb::parse_time_span(header_or_missing(out, "NServiceBus.TimeToBeReceived"))
         == std::chrono::milliseconds(25 * 3600 * 1000 + 1500));
 }
 
 TEST_CASE("NServiceBus's name of a registered type is the first given", "[nservicebus]") {
-  auto n =
-      names({{"Contracts.OrderPlaced", "order_placed"}, {"Legacy.OrderPlaced", "order_placed"}});
+  auto n = nsb_names(
+      {{"Contracts.OrderPlaced", "order_placed"}, {"Legacy.OrderPlaced", "order_placed"}});
   CHECK(n.type_of("order_placed") == "Contracts.OrderPlaced");
   CHECK(n.type_of("other").empty());
 }

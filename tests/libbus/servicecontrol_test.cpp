@@ -10,10 +10,13 @@
 #include "bus/nservicebus.hpp"
 #include "bus/servicecontrol.hpp"
 #include "interop/golden.hpp"
+#include "support/envelope_text.hpp"
 
 namespace sc = bus::servicecontrol;
 
 namespace {
+
+using bus::test::header_or_missing;
 
 bus::time_point at(const char* iso) {
   auto t = bus::from_iso8601(iso);
@@ -21,7 +24,7 @@ bus::time_point at(const char* iso) {
   return *t;
 }
 
-bus::envelope ours() {
+bus::envelope sent_by_sales() {
   bus::envelope e;
   e.message_id = "m-1";
   e.message_type = "order_placed";
@@ -48,11 +51,6 @@ bus::fault_details failure() {
   return f;
 }
 
-std::string header(const bus::envelope& e, std::string_view name) {
-  auto v = e.headers.find(name);
-  return v ? std::string(*v) : std::string("<missing>");
-}
-
 bus::envelope failed_copy(const bus::envelope& msg) {
   return sc::with_failed_headers(bus::with_fault_headers(msg, failure()), failure());
 }
@@ -70,7 +68,7 @@ TEST_CASE("a failure of the bus's own carries every header of NServiceBus's fail
           "ServiceControl reads, in its formats",
           "[servicecontrol]") {
   auto golden = nlohmann::json::parse(bus::test::golden("nservicebus_failed_headers.json"));
-  auto copy = failed_copy(ours());
+  auto copy = failed_copy(sent_by_sales());
   // Each header NServiceBus writes on a failure and ServiceControl reads
   // (nservicebus_message.md, section 6) is written, as text.
   for (const auto* name :
@@ -83,63 +81,66 @@ TEST_CASE("a failure of the bus's own carries every header of NServiceBus's fail
         "NServiceBus.ContentType", "NServiceBus.TimeSent", "NServiceBus.ReplyToAddress"}) {
     INFO(name);
     REQUIRE(golden["headers"].contains(name));
-    CHECK(header(copy, name) != "<missing>");
+    CHECK(header_or_missing(copy, name) != "<missing>");
   }
-  CHECK(header(copy, "NServiceBus.FailedQ") == "billing");
-  CHECK(header(copy, "NServiceBus.ProcessingEndpoint") == "billing");
-  CHECK(header(copy, "NServiceBus.ProcessingMachine") == "billing01");
-  CHECK(header(copy, "$.diagnostics.hostdisplayname") == "billing01");
-  CHECK(header(copy, "NServiceBus.MessageId") == "m-1");
-  CHECK(header(copy, "NServiceBus.EnclosedMessageTypes") == "order_placed");
-  CHECK(header(copy, "NServiceBus.ConversationId") == "c-1");
-  CHECK(header(copy, "NServiceBus.OriginatingEndpoint") == "sales");
-  CHECK(header(copy, "NServiceBus.ReplyToAddress") == "sales_replies");
-  CHECK(header(copy, "NServiceBus.MessageIntent") == "Send");
-  CHECK(header(copy, "NServiceBus.ContentType") == "application/json");
-  CHECK(header(copy, "NServiceBus.ExceptionInfo.ExceptionType") == "billing::payment_declined");
-  CHECK(header(copy, "NServiceBus.ExceptionInfo.Message") == "Payment provider unavailable");
-  CHECK(header(copy, "NServiceBus.ExceptionInfo.Source") == "billing");
-  CHECK(header(copy, "NServiceBus.ExceptionInfo.StackTrace")
+  CHECK(header_or_missing(copy, "NServiceBus.FailedQ") == "billing");
+  CHECK(header_or_missing(copy, "NServiceBus.ProcessingEndpoint") == "billing");
+  CHECK(header_or_missing(copy, "NServiceBus.ProcessingMachine") == "billing01");
+  CHECK(header_or_missing(copy, "$.diagnostics.hostdisplayname") == "billing01");
+  CHECK(header_or_missing(copy, "NServiceBus.MessageId") == "m-1");
+  CHECK(header_or_missing(copy, "NServiceBus.EnclosedMessageTypes") == "order_placed");
+  CHECK(header_or_missing(copy, "NServiceBus.ConversationId") == "c-1");
+  CHECK(header_or_missing(copy, "NServiceBus.OriginatingEndpoint") == "sales");
+  CHECK(header_or_missing(copy, "NServiceBus.ReplyToAddress") == "sales_replies");
+  CHECK(header_or_missing(copy, "NServiceBus.MessageIntent") == "Send");
+  CHECK(header_or_missing(copy, "NServiceBus.ContentType") == "application/json");
+  CHECK(header_or_missing(copy, "NServiceBus.ExceptionInfo.ExceptionType")
+        == "billing::payment_declined");
+  CHECK(header_or_missing(copy, "NServiceBus.ExceptionInfo.Message")
+        == "Payment provider unavailable");
+  CHECK(header_or_missing(copy, "NServiceBus.ExceptionInfo.Source") == "billing");
+  CHECK(header_or_missing(copy, "NServiceBus.ExceptionInfo.StackTrace")
         == "billing::payment_declined: Payment provider unavailable");
-  CHECK(header(copy, "NServiceBus.TimeOfFailure") == "2024-05-01 12:00:41:230000 Z");
-  CHECK(header(copy, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123000 Z");
-  CHECK(header(copy, "NServiceBus.Retries") == "2");
-  CHECK(header(copy, "NServiceBus.FLRetries") == "3");
+  CHECK(header_or_missing(copy, "NServiceBus.TimeOfFailure") == "2024-05-01 12:00:41:230000 Z");
+  CHECK(header_or_missing(copy, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123000 Z");
+  CHECK(header_or_missing(copy, "NServiceBus.Retries") == "2");
+  CHECK(header_or_missing(copy, "NServiceBus.FLRetries") == "3");
   // The formats are NServiceBus's: ServiceControl checks the length and
   // the digits of a time.
   for (const auto* name : {"NServiceBus.TimeOfFailure", "NServiceBus.TimeSent"})
-    CHECK(header(copy, name).size() == golden["headers"][name].get<std::string>().size());
+    CHECK(header_or_missing(copy, name).size()
+          == golden["headers"][name].get<std::string>().size());
   // The bus's own fault facts stay beside them.
-  CHECK(header(copy, bus::header::fault_exception_type) == "billing::payment_declined");
+  CHECK(header_or_missing(copy, bus::header::fault_exception_type) == "billing::payment_declined");
 }
 
 TEST_CASE("what an NServiceBus sender wrote stays on its failure", "[servicecontrol]") {
   auto golden = nlohmann::json::parse(bus::test::golden("nservicebus_failed_headers.json"));
-  auto msg = ours();
+  auto msg = sent_by_sales();
   for (const auto* name :
        {"NServiceBus.MessageId", "NServiceBus.EnclosedMessageTypes", "NServiceBus.ConversationId",
         "NServiceBus.MessageIntent", "NServiceBus.TimeSent", "NServiceBus.OriginatingEndpoint"})
     msg.headers.set(name, golden["headers"][name].get<std::string>());
   auto copy = failed_copy(msg);
-  CHECK(header(copy, "NServiceBus.MessageId") == "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1");
-  CHECK(header(copy, "NServiceBus.EnclosedMessageTypes")
+  CHECK(header_or_missing(copy, "NServiceBus.MessageId") == "8f1b5c2e-3a4d-4e7f-9b1a-b17c00c5a2f1");
+  CHECK(header_or_missing(copy, "NServiceBus.EnclosedMessageTypes")
         == golden["headers"]["NServiceBus.EnclosedMessageTypes"]);
-  CHECK(header(copy, "NServiceBus.MessageIntent") == "Publish");
-  CHECK(header(copy, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123456 Z");
-  CHECK(header(copy, "NServiceBus.OriginatingEndpoint") == "Sales");
+  CHECK(header_or_missing(copy, "NServiceBus.MessageIntent") == "Publish");
+  CHECK(header_or_missing(copy, "NServiceBus.TimeSent") == "2024-05-01 12:00:00:123456 Z");
+  CHECK(header_or_missing(copy, "NServiceBus.OriginatingEndpoint") == "Sales");
 }
 
 TEST_CASE("long exception texts are cut to the fault limits", "[servicecontrol]") {
   auto f = failure();
   f.exception.message = std::string(10000, 'x');
-  auto copy = sc::with_failed_headers(ours(), f, bus::fault_limits{100});
-  CHECK(header(copy, "NServiceBus.ExceptionInfo.Message").size() == 100);
-  CHECK(header(copy, "NServiceBus.ExceptionInfo.StackTrace").size() == 100);
+  auto copy = sc::with_failed_headers(sent_by_sales(), f, bus::fault_limits{100});
+  CHECK(header_or_missing(copy, "NServiceBus.ExceptionInfo.Message").size() == 100);
+  CHECK(header_or_missing(copy, "NServiceBus.ExceptionInfo.StackTrace").size() == 100);
 }
 
 TEST_CASE("a retry from ServicePulse starts over, and the bus's own redeliveries of it do not",
           "[servicecontrol]") {
-  auto failed = failed_copy(ours());
+  auto failed = failed_copy(sent_by_sales());
   failed.headers.set(bus::header::failed_attempts, "6");
   failed.headers.set(bus::header::first_failure_at, "1714564800000");
   failed.headers.set(bus::header::delivery_count, "2");
@@ -152,7 +153,7 @@ TEST_CASE("a retry from ServicePulse starts over, and the bus's own redeliveries
     REQUIRE(fresh);
     CHECK(fresh->delivery_count == 0);
     CHECK(fresh->message_id == "m-1");
-    CHECK(header(*fresh, sc::header::retry_id) == "5a1d7c2e");
+    CHECK(header_or_missing(*fresh, sc::header::retry_id) == "5a1d7c2e");
     for (const auto& [name, value] : fresh->headers) {
       INFO(name);
       CHECK(name.rfind("bus-fault-", 0) != 0);
@@ -175,7 +176,7 @@ TEST_CASE("a retry from ServicePulse starts over, and the bus's own redeliveries
 
 TEST_CASE("a retry that was handled is acknowledged to ServiceControl as NServiceBus does",
           "[servicecontrol]") {
-  auto handled = ours();
+  auto handled = sent_by_sales();
   auto now = at("2024-05-01T12:05:00.000Z");
   CHECK_FALSE(sc::retry_acknowledgement(handled, now, "a-1", "billing"));
   handled.headers.set(sc::header::retry_id, "5a1d7c2e");
@@ -186,8 +187,9 @@ TEST_CASE("a retry that was handled is acknowledged to ServiceControl as NServic
   CHECK(ack->queue == "error");
   CHECK(ack->message.message_id == "a-1");
   CHECK(ack->message.source_address == "billing");
-  CHECK(header(ack->message, "ServiceControl.Retry.Successful") == "2024-05-01 12:05:00:000000 Z");
-  CHECK(header(ack->message, "ServiceControl.Retry.UniqueMessageId") == "5a1d7c2e");
-  CHECK(header(ack->message, "NServiceBus.ControlMessage") == "True");
+  CHECK(header_or_missing(ack->message, "ServiceControl.Retry.Successful")
+        == "2024-05-01 12:05:00:000000 Z");
+  CHECK(header_or_missing(ack->message, "ServiceControl.Retry.UniqueMessageId") == "5a1d7c2e");
+  CHECK(header_or_missing(ack->message, "NServiceBus.ControlMessage") == "True");
   CHECK(ack->message.body.text_size() == 0);
 }

@@ -11,9 +11,6 @@
 
 #include <sys/wait.h>
 
-#include <fstream>
-#include <iterator>
-
 #include "broker.hpp"
 #include "bus/header_names.hpp"
 #include "bus/outgoing_message.hpp"
@@ -23,18 +20,16 @@
 #include "stores/postgres_server.hpp"
 #include "stores/sqlite_reader.hpp"
 #include "support/eventually.hpp"
+#include "support/file_text.hpp"
 #include "support/scratch_directory.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr int orders = 12;
+using bus::test::file_text;
 
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+constexpr int orders = 12;
 
 // The workers' database, and the test's own connection to read it.
 class crash_database {

@@ -14,7 +14,7 @@ using bus::test::store_backend;
 
 namespace {
 
-const bus::time_point now = bus::from_unix_ms(1'700'000'000'000);
+const bus::time_point fixed_now = bus::from_unix_ms(1'700'000'000'000);
 
 // The key of the cleaners' advisory lock (stores/postgres/src/postgres_pool.cpp).
 constexpr const char* cleaner_lock = "7166953616166481921";
@@ -65,7 +65,7 @@ TEST_CASE("postgresql: a handler's statement that fails aborts the attempt, and 
   auto store = b.open();
   b.db().exec(store_backend::orders_table);
   bus::inbox_key key{"billing", "m-1"};
-  auto e = store->receive(key, now);
+  auto e = store->receive(key, fixed_now);
   REQUIRE(e);
   store_backend::handler_exec(*e->transaction, "INSERT INTO orders VALUES ('o-1')");
   // The handler swallowed its driver's error: the transaction is aborted.
@@ -75,7 +75,7 @@ TEST_CASE("postgresql: a handler's statement that fails aborts the attempt, and 
   CHECK_THAT(committed.error().message, Catch::Contains("aborted the transaction"));
   CHECK(b.db().number("SELECT count(*) FROM orders") == 0);
   CHECK(b.db().number("SELECT count(*) FROM bus_inbox") == 0);
-  auto retry = store->receive(key, now);
+  auto retry = store->receive(key, fixed_now);
   REQUIRE(retry);
   CHECK(retry->state == inbox_state::first);
 }
@@ -86,16 +86,16 @@ TEST_CASE("postgresql: one cleaner at a time per database: a second one deletes 
   auto store = b.open();
   for (int i = 0; i < 3; ++i) {
     bus::inbox_key key{"billing", "m-" + std::to_string(i)};
-    auto e = store->receive(key, now);
+    auto e = store->receive(key, fixed_now);
     REQUIRE(e);
     REQUIRE(e->transaction->commit({}));
   }
   pg_reader other_cleaner(b.conninfo());
   other_cleaner.exec(std::string("SELECT pg_advisory_lock(") + cleaner_lock + ")");
-  CHECK(*store->clean("billing", now + 1h, 10) == 0);
+  CHECK(*store->clean("billing", fixed_now + 1h, 10) == 0);
   CHECK(b.db().number("SELECT count(*) FROM bus_inbox") == 3);
   other_cleaner.exec(std::string("SELECT pg_advisory_unlock(") + cleaner_lock + ")");
-  CHECK(*store->clean("billing", now + 1h, 10) == 3);
+  CHECK(*store->clean("billing", fixed_now + 1h, 10) == 3);
 }
 
 TEST_CASE("postgresql: a store lives through a crash of its server: it fails while the server is "
@@ -107,14 +107,14 @@ TEST_CASE("postgresql: a store lives through a crash of its server: it fails whi
   auto store = *opened;
   bus::inbox_key key{"billing", "m-1"};
 
-  auto open_attempt = store->receive(key, now); // a transaction across the crash
+  auto open_attempt = store->receive(key, fixed_now); // a transaction across the crash
   REQUIRE(open_attempt);
   REQUIRE(open_attempt->state == inbox_state::first);
   server.crash();
   auto committed = open_attempt->transaction->commit({"a send"});
   REQUIRE_FALSE(committed);
   CHECK(committed.error().code == bus::errc::store_failure);
-  auto down = store->receive(key, now);
+  auto down = store->receive(key, fixed_now);
   REQUIRE_FALSE(down);
   CHECK_THAT(down.error().message, Catch::Contains("cannot connect"));
 
@@ -122,13 +122,13 @@ TEST_CASE("postgresql: a store lives through a crash of its server: it fails whi
   // Every connection of the pool died with the server: the first use after
   // it finds out and the pool lets all of them go, so one attempt fails at
   // most, and the next reconnects.
-  auto back = store->receive(key, now);
+  auto back = store->receive(key, fixed_now);
   if (!back)
-    back = store->receive(key, now);
+    back = store->receive(key, fixed_now);
   REQUIRE(back);
   CHECK(back->state == inbox_state::first); // nothing of the crashed attempt was kept
   REQUIRE(back->transaction->commit({"a send"}));
-  REQUIRE(store->mark_dispatched(key, now));
+  REQUIRE(store->mark_dispatched(key, fixed_now));
   pg_reader r(conninfo);
   CHECK(r.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NOT NULL") == 1);
 }
@@ -138,7 +138,7 @@ TEST_CASE("postgresql: a store opening beside transactions that write the inbox 
   store_backend b;
   auto running = b.open();
   // A handler of a live process inside its attempt: the inbox is written.
-  auto attempt = running->receive({"billing", "m-1"}, now);
+  auto attempt = running->receive({"billing", "m-1"}, fixed_now);
   REQUIRE(attempt);
   REQUIRE(attempt->state == inbox_state::first);
   // A second process starting now, and its pool's next connections: none
@@ -146,8 +146,8 @@ TEST_CASE("postgresql: a store opening beside transactions that write the inbox 
   auto opened = bus::postgres_store::open({b.conninfo(), 200ms});
   INFO((opened ? "" : opened.error().message));
   REQUIRE(opened);
-  auto one = (*opened)->receive({"billing", "m-2"}, now);
-  auto two = (*opened)->receive({"billing", "m-3"}, now); // a second connection of its pool
+  auto one = (*opened)->receive({"billing", "m-2"}, fixed_now);
+  auto two = (*opened)->receive({"billing", "m-3"}, fixed_now); // a second connection of its pool
   REQUIRE(one);
   REQUIRE(two);
   REQUIRE(one->transaction->commit({}));

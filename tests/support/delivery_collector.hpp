@@ -6,11 +6,20 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "bus/transport.hpp"
 
 namespace bus::test {
+
+// The message ids of `deliveries`, in their order.
+inline std::vector<std::string> message_ids(const std::vector<bus::delivery>& deliveries) {
+  std::vector<std::string> out;
+  for (const auto& d : deliveries)
+    out.push_back(d.message->message_id);
+  return out;
+}
 
 class delivery_collector {
 public:

@@ -19,8 +19,12 @@
 #include "bus/policy/config.hpp"
 #include "bus/policy/resilience.hpp"
 #include "bus/policy/schedule.hpp"
+#include "bus/time.hpp"
 
 namespace bus::test {
+
+// The policy tests' "now": a whole second, far from the epoch.
+inline const time_point t0 = from_unix_ms(1'800'000'000'000);
 
 // Draws that pin a jitter range: 0 its bottom, 2^63 its middle (the jittered
 // delay equals the nominal one), 2^64 - 1 its top.

@@ -14,6 +14,8 @@ using bus::test::delivery_collector;
 
 namespace {
 
+using bus::test::message_ids;
+
 bus::envelope text_message(std::string id, std::string type = "order_placed") {
   bus::envelope env;
   env.message_id = std::move(id);
@@ -21,13 +23,6 @@ bus::envelope text_message(std::string id, std::string type = "order_placed") {
   env.headers.set("tenant", "acme");
   env.body = bus::message_body::text(R"({"order_id":"o-1","amount":1})");
   return env;
-}
-
-std::vector<std::string> ids(const std::vector<bus::delivery>& ds) {
-  std::vector<std::string> out;
-  for (const auto& d : ds)
-    out.push_back(d.message->message_id);
-  return out;
 }
 
 } // namespace
@@ -69,8 +64,8 @@ TEMPLATE_TEST_CASE("a publish reaches every subscribed queue and no other", "[co
   REQUIRE(f.transport->publish(text_message("m-1")));
   REQUIRE(b.wait_for(1));
   REQUIRE(s.wait_for(1));
-  CHECK(ids(b.items()) == std::vector<std::string>{"m-1"});
-  CHECK(ids(s.items()) == std::vector<std::string>{"m-1"});
+  CHECK(message_ids(b.items()) == std::vector<std::string>{"m-1"});
+  CHECK(message_ids(s.items()) == std::vector<std::string>{"m-1"});
   CHECK(a.size() == 0);
 }
 
@@ -98,7 +93,7 @@ TEMPLATE_TEST_CASE("no more deliveries are outstanding than the consumer allows"
   REQUIRE(f.transport->reject(got.items()[1].tag, /*requeue=*/false));
   REQUIRE(got.wait_for(4));
   CHECK(got.size() == 4);
-  CHECK(ids(got.items()) == std::vector<std::string>{"m-0", "m-1", "m-2", "m-3"});
+  CHECK(message_ids(got.items()) == std::vector<std::string>{"m-0", "m-1", "m-2", "m-3"});
 }
 
 TEMPLATE_TEST_CASE("a rejected message with requeue comes back marked as redelivered",
@@ -140,7 +135,7 @@ TEMPLATE_TEST_CASE("messages wait in their queue until somebody consumes it", "[
   delivery_collector got;
   REQUIRE(f.transport->consume(q, 10, got.handler()));
   REQUIRE(got.wait_for(2));
-  CHECK(ids(got.items()) == std::vector<std::string>{"m-1", "m-2"});
+  CHECK(message_ids(got.items()) == std::vector<std::string>{"m-1", "m-2"});
 }
 
 TEMPLATE_TEST_CASE("after cancel no delivery arrives and unsettled ones can still be settled",
@@ -160,7 +155,7 @@ TEMPLATE_TEST_CASE("after cancel no delivery arrives and unsettled ones can stil
   delivery_collector next;
   REQUIRE(f.transport->consume(q, 10, next.handler()));
   REQUIRE(next.wait_for(2));
-  CHECK(ids(next.items()) == std::vector<std::string>{"m-1", "m-2"});
+  CHECK(message_ids(next.items()) == std::vector<std::string>{"m-1", "m-2"});
 }
 
 TEMPLATE_TEST_CASE("bad requests get a clear error", "[conformance]", BUS_TRANSPORTS) {
@@ -192,7 +187,7 @@ TEMPLATE_TEST_CASE("an asynchronous send completes once, with success, and its m
   REQUIRE(done.wait_for(1));
   CHECK(done.outcome("m-1"));
   REQUIRE(got.wait_for(1));
-  CHECK(ids(got.items()) == std::vector<std::string>{"m-1"});
+  CHECK(message_ids(got.items()) == std::vector<std::string>{"m-1"});
   // A later operation has gone the same way; no second call came meanwhile.
   REQUIRE(f.transport->send(q, text_message("m-2")));
   REQUIRE(got.wait_for(2));
@@ -216,7 +211,7 @@ TEMPLATE_TEST_CASE("asynchronous sends from one thread arrive in the order they 
   delivery_collector got;
   REQUIRE(f.transport->consume(q, 200, got.handler()));
   REQUIRE(got.wait_for(sent.size()));
-  CHECK(ids(got.items()) == sent);
+  CHECK(message_ids(got.items()) == sent);
   CHECK(done.each_exactly_once());
 }
 
@@ -258,7 +253,7 @@ TEMPLATE_TEST_CASE("shared messages sent in one call arrive in their order, and 
   delivery_collector got;
   REQUIRE(f.transport->consume(q, 100, got.handler()));
   REQUIRE(got.wait_for(sent.size()));
-  CHECK(ids(got.items()) == sent);
+  CHECK(message_ids(got.items()) == sent);
   // To a queue that does not exist, each of them is refused.
   completion_log refused;
   f.transport->async_send_shared_all(f.queue("nowhere"), {msgs[0], msgs[1]},
@@ -325,8 +320,8 @@ TEMPLATE_TEST_CASE("an asynchronous publish reaches every subscribed queue and c
   CHECK(done.outcome("m-2")); // no listener is no error
   REQUIRE(b.wait_for(1));
   REQUIRE(s.wait_for(1));
-  CHECK(ids(b.items()) == std::vector<std::string>{"m-1"});
-  CHECK(ids(s.items()) == std::vector<std::string>{"m-1"});
+  CHECK(message_ids(b.items()) == std::vector<std::string>{"m-1"});
+  CHECK(message_ids(s.items()) == std::vector<std::string>{"m-1"});
   CHECK(done.each_exactly_once());
 }
 
@@ -345,7 +340,7 @@ TEMPLATE_TEST_CASE("an asynchronous delayed send completes as the blocking one w
   if (f.transport->capabilities().delayed_delivery) {
     CHECK(outcome);
     REQUIRE(got.wait_for(1));
-    CHECK(ids(got.items()) == std::vector<std::string>{"m-1"});
+    CHECK(message_ids(got.items()) == std::vector<std::string>{"m-1"});
   } else {
     REQUIRE_FALSE(outcome);
     CHECK(outcome.error().code == bus::errc::transport_failure);

@@ -13,19 +13,14 @@ using bus::test::delivery_collector;
 
 namespace {
 
+using bus::test::message_ids;
+
 bus::envelope event(std::string id) {
   bus::envelope env;
   env.message_id = std::move(id);
   env.message_type = "order_placed";
   env.body = bus::message_body::text(R"({"order_id":"o-1","amount":1})");
   return env;
-}
-
-std::vector<std::string> ids(const std::vector<bus::delivery>& ds) {
-  std::vector<std::string> out;
-  for (const auto& d : ds)
-    out.push_back(d.message->message_id);
-  return out;
 }
 
 std::vector<std::uint64_t> offsets(const std::vector<bus::delivery>& ds) {
@@ -63,7 +58,7 @@ TEMPLATE_TEST_CASE("two readers read one stream from their own offsets, and an a
   REQUIRE(f.transport->consume_stream(f.queue("projection"), s, bus::stream_start::first(), 10,
                                       all.handler()));
   REQUIRE(all.wait_for(4));
-  CHECK(ids(all.items()) == std::vector<std::string>{"e-0", "e-1", "e-2", "e-3"});
+  CHECK(message_ids(all.items()) == std::vector<std::string>{"e-0", "e-1", "e-2", "e-3"});
   const auto first = all.items()[0].stream_offset.value();
   CHECK(offsets(all.items()) == std::vector<std::uint64_t>{first, first + 1, first + 2, first + 3});
   CHECK(all.items()[0].queue == s);
@@ -75,7 +70,7 @@ TEMPLATE_TEST_CASE("two readers read one stream from their own offsets, and an a
   REQUIRE(f.transport->consume_stream(f.queue("replay"), s, bus::stream_start::at_offset(first + 2),
                                       10, late.handler()));
   REQUIRE(late.wait_for(2));
-  CHECK(ids(late.items()) == std::vector<std::string>{"e-2", "e-3"});
+  CHECK(message_ids(late.items()) == std::vector<std::string>{"e-2", "e-3"});
 
   // What comes next reaches both.
   append(f, s, 4, 5);
@@ -97,7 +92,7 @@ TEMPLATE_TEST_CASE("a reader from 'next' reads only what is appended after it st
                                       got.handler()));
   append(f, s, 3, 5);
   REQUIRE(got.wait_for(2));
-  CHECK(ids(got.items()) == std::vector<std::string>{"e-3", "e-4"});
+  CHECK(message_ids(got.items()) == std::vector<std::string>{"e-3", "e-4"});
 }
 
 TEMPLATE_TEST_CASE("a reader has no more outstanding than it allows, and a requeue puts nothing "
@@ -118,7 +113,7 @@ TEMPLATE_TEST_CASE("a reader has no more outstanding than it allows, and a reque
   REQUIRE(got.wait_for(3));
   REQUIRE(f.transport->ack(got.items()[1].tag));
   REQUIRE(got.wait_for(4));
-  CHECK(ids(got.items()) == std::vector<std::string>{"e-0", "e-1", "e-2", "e-3"});
+  CHECK(message_ids(got.items()) == std::vector<std::string>{"e-0", "e-1", "e-2", "e-3"});
   CHECK_FALSE(f.transport->ack(got.items()[1].tag)); // settled twice
 }
 
@@ -142,7 +137,7 @@ TEMPLATE_TEST_CASE("a cancelled reader gets nothing more, and reads again from a
   REQUIRE(f.transport->consume_stream(reader, s, bus::stream_start::at_offset(resume_at), 10,
                                       after.handler()));
   REQUIRE(after.wait_for(2));
-  CHECK(ids(after.items()) == std::vector<std::string>{"e-2", "e-3"});
+  CHECK(message_ids(after.items()) == std::vector<std::string>{"e-2", "e-3"});
 }
 
 TEMPLATE_TEST_CASE("a publish reaches a stream subscribed to its type", "[streams]",

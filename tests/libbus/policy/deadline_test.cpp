@@ -16,8 +16,6 @@ using namespace bus::test;
 
 namespace {
 
-const bus::time_point t0 = bus::from_unix_ms(1'800'000'000'000);
-
 // Follows decide() for a handler that always fails, as the consumer does;
 // returns each step with the time it fails at ("20h: error").
 std::vector<std::string> timeline(const bus::recoverability_config& config,

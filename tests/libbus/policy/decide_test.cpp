@@ -34,8 +34,6 @@ fixed_draw nominal() {
   return fixed_draw{bus::test::middle};
 }
 
-const bus::time_point t0 = bus::from_unix_ms(1'800'000'000'000);
-
 bus::error_context first_failure(std::exception_ptr exception) {
   bus::error_context context;
   context.exception = std::move(exception);

@@ -24,8 +24,6 @@ using namespace bus::test;
 
 namespace {
 
-const bus::time_point t0 = bus::from_unix_ms(1'800'000'000'000); // a whole second
-
 bus::retry_budget_settings budget_of(double ratio, int per_second,
                                      bus::duration window = 10s) {
   bus::retry_budget_settings s;

@@ -29,7 +29,7 @@ using bus::test::tcp_relay;
 
 namespace {
 
-bus::envelope message(std::string id) {
+bus::envelope sent_message(std::string id) {
   bus::envelope env;
   env.message_id = std::move(id);
   env.message_type = "order_placed";
@@ -66,7 +66,7 @@ TEST_CASE("1,000 asynchronous sends from one thread are in flight at once, all c
   relay.pause();
   for (int i = 0; i < 1000; ++i) {
     auto id = "m-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   CHECK(done.total() == 0);
   relay.resume();
@@ -94,7 +94,7 @@ TEST_CASE("sends whose confirms come late because the network paused past the st
   relay.pause();
   for (int i = 0; i < 100; ++i) {
     auto id = "m-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   // The network's pause itself, half as long again as the threshold (not
   // a wait for work to finish: nothing can finish while it lasts).
@@ -129,7 +129,7 @@ TEST_CASE("a send the broker does not confirm within operation_timeout fails, an
   relay.pause();
   for (int i = 0; i < 10; ++i) {
     auto id = "late-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   // Not a hang: each fails by its deadline, while the relay still holds
   // the connection open.
@@ -137,7 +137,7 @@ TEST_CASE("a send the broker does not confirm within operation_timeout fails, an
   CHECK(done.failed_with(bus::errc::transport_failure) == 10);
   CHECK_THAT(done.outcome("late-0").error().message, Catch::Contains("did not confirm"));
   relay.resume();
-  t->async_send(q, message("after"), done.make("after"));
+  t->async_send(q, sent_message("after"), done.make("after"));
   REQUIRE(done.wait_for(11, 5s));
   CHECK(done.outcome("after"));
   CHECK(done.each_exactly_once());
@@ -155,17 +155,17 @@ TEST_CASE("asynchronous sends fail, not hang, while the broker is out of reach",
   relay.pause();
   for (int i = 0; i < 100; ++i) { // on the wire when the broker goes
     auto id = "before-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   relay.cut();
   for (int i = 0; i < 100; ++i) { // while it is gone
     auto id = "after-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   REQUIRE(done.wait_for(200, 10s));
   CHECK(done.failed_with(bus::errc::transport_failure) == 200);
   CHECK(done.each_exactly_once());
-  auto blocking = t->send(q, message("blocking"));
+  auto blocking = t->send(q, sent_message("blocking"));
   REQUIRE_FALSE(blocking);
   CHECK(blocking.error().code == bus::errc::transport_failure);
 }
@@ -181,7 +181,7 @@ TEST_CASE("sends unconfirmed when the connection drops are published again and c
   relay.pause();
   for (int i = 0; i < 200; ++i) {
     auto id = "m-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   // The connection dies with all 200 unconfirmed (none reached the broker).
   relay.drop();
@@ -209,7 +209,7 @@ TEST_CASE("destroying the transport with sends in flight completes each of them 
   relay.pause();
   for (int i = 0; i < 500; ++i) {
     auto id = "m-" + std::to_string(i);
-    t->async_send(q, message(id), done.make(id));
+    t->async_send(q, sent_message(id), done.make(id));
   }
   t.reset();
   // Before the destructor returned, not some time later.
@@ -233,7 +233,7 @@ TEST_CASE("a transport whose last reference its own completion holds closes once
   REQUIRE(t->declare_queue(q));
   std::atomic<bool> confirmed{false};
   relay.pause();
-  t->async_send(q, message("m-1"), [&confirmed, owner = t](bus::result<void> sent) {
+  t->async_send(q, sent_message("m-1"), [&confirmed, owner = t](bus::result<void> sent) {
     confirmed = static_cast<bool>(sent);
   });
   t.reset();
@@ -269,12 +269,12 @@ TEST_CASE("a send the broker refuses with basic.nack is published again until it
   s.log = log.sink();
   auto t = bus::test::connect_transport(s);
   REQUIRE(t->declare_queue(q));
-  t->async_send(q, message("m-1"), done.make("m-1"));
+  t->async_send(q, sent_message("m-1"), done.make("m-1"));
   REQUIRE(done.wait_for(1));
   CHECK(done.outcome("m-1"));
 
   // The queue is full: m-2 is refused, and waits instead of failing.
-  t->async_send(q, message("m-2"), done.make("m-2"));
+  t->async_send(q, sent_message("m-2"), done.make("m-2"));
   auto refused = [&] {
     auto lines = log.lines();
     return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
@@ -298,9 +298,9 @@ TEST_CASE("a send the broker refuses with basic.nack is published again until it
   t->cancel(q);
 
   // Never room: the send fails at its deadline and names the refusal.
-  REQUIRE(t->send(q, message("m-3"))); // fills the queue again
+  REQUIRE(t->send(q, sent_message("m-3"))); // fills the queue again
   auto started = std::chrono::steady_clock::now();
-  auto blocking = t->send(q, message("m-4"));
+  auto blocking = t->send(q, sent_message("m-4"));
   auto waited = std::chrono::steady_clock::now() - started;
   REQUIRE_FALSE(blocking);
   CHECK(blocking.error().code == bus::errc::transport_failure);
@@ -331,7 +331,7 @@ TEST_CASE("a refused send whose next attempt is unconfirmed at its deadline fail
   auto t = bus::test::connect_transport(s);
   auto q = bus::test::unique_name("async_refused_unconfirmed");
   REQUIRE(t->declare_queue(q));
-  auto sent = t->send(q, message("m-1"));
+  auto sent = t->send(q, sent_message("m-1"));
   REQUIRE_FALSE(sent);
   CHECK(sent.error().code == bus::errc::transport_failure);
   CHECK_THAT(sent.error().message, Catch::Contains("refused message m-1")
@@ -360,8 +360,8 @@ TEST_CASE("a refusal and a lost confirm in one round are both published again, i
   auto t = bus::test::connect_transport(s);
   auto q = bus::test::unique_name("async_failover");
   REQUIRE(t->declare_queue(q));
-  t->async_send(q, message("first"), done.make("first"));
-  t->async_send(q, message("second"), done.make("second"));
+  t->async_send(q, sent_message("first"), done.make("first"));
+  t->async_send(q, sent_message("second"), done.make("second"));
   // Judged after 500 ms, asked, moved 250 ms after the answer.
   REQUIRE(done.wait_for(2, 5s));
   CHECK(done.succeeded() == 2);
@@ -383,7 +383,7 @@ TEST_CASE("a delivery stops being settleable once its connection is lost, and it
   auto t = bus::test::connect_transport(through(relay));
   auto q = bus::test::unique_name("stale_delivery");
   REQUIRE(t->declare_queue(q));
-  REQUIRE(t->send(q, message("m-1")));
+  REQUIRE(t->send(q, sent_message("m-1")));
   bus::test::delivery_collector got;
   REQUIRE(t->consume(q, 1, got.handler()));
   REQUIRE(got.wait_for(1));
@@ -412,7 +412,7 @@ TEST_CASE("deliveries that went stale with their connection are forgotten: only 
   auto q = bus::test::unique_name("stale_forgotten");
   REQUIRE(t->declare_queue(q));
   for (int i = 0; i < 5; ++i)
-    REQUIRE(t->send(q, message("m-" + std::to_string(i))));
+    REQUIRE(t->send(q, sent_message("m-" + std::to_string(i))));
   bus::test::delivery_collector got; // keeps every delivery unsettled
   REQUIRE(t->consume(q, 10, got.handler()));
   REQUIRE(got.wait_for(5));

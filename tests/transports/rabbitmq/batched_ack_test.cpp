@@ -21,7 +21,7 @@ using bus::test::eventually;
 
 namespace {
 
-bus::envelope message(std::string id) {
+bus::envelope acked_message(std::string id) {
   bus::envelope env;
   env.message_id = std::move(id);
   env.message_type = "order_placed";
@@ -59,7 +59,7 @@ TEST_CASE("acks coalesced around a delivery still open leave it outstanding on t
   auto q = bus::test::unique_name("batched_open");
   REQUIRE(t->declare_queue(q));
   for (int i = 0; i < 100; ++i)
-    REQUIRE(t->send(q, message("m-" + std::to_string(i))));
+    REQUIRE(t->send(q, acked_message("m-" + std::to_string(i))));
   delivery_collector got;
   REQUIRE(t->consume(q, 200, got.handler()));
   REQUIRE(got.wait_for(100));
@@ -93,7 +93,7 @@ TEST_CASE("a delivery rejected with requeue in the middle of acknowledged ones c
   auto q = bus::test::unique_name("batched_reject");
   REQUIRE(t->declare_queue(q));
   for (int i = 0; i < 100; ++i)
-    REQUIRE(t->send(q, message("m-" + std::to_string(i))));
+    REQUIRE(t->send(q, acked_message("m-" + std::to_string(i))));
   delivery_collector got;
   REQUIRE(t->consume(q, 200, got.handler()));
   REQUIRE(got.wait_for(100));
@@ -122,7 +122,7 @@ TEST_CASE("a rejected delivery without requeue in the middle of acknowledged one
   auto q = bus::test::unique_name("batched_drop");
   REQUIRE(t->declare_queue(q));
   for (int i = 0; i < 50; ++i)
-    REQUIRE(t->send(q, message("m-" + std::to_string(i))));
+    REQUIRE(t->send(q, acked_message("m-" + std::to_string(i))));
   delivery_collector got;
   REQUIRE(t->consume(q, 100, got.handler()));
   REQUIRE(got.wait_for(50));

@@ -97,6 +97,16 @@ inline std::shared_ptr<rabbitmq_transport> connect_transport() {
   return connect_transport(test_settings());
 }
 
+// A transport with the bus's own defaults (not test_settings' short delay
+// levels and timeouts), its log silenced: what a user's bus would connect.
+inline std::shared_ptr<rabbitmq_transport> connect_with_defaults() {
+  auto parsed = parse_rabbitmq_url(broker_env("BUS_RABBITMQ_URL"));
+  if (!parsed)
+    FAIL("the broker's URL does not parse: " << parsed.error().message);
+  parsed->log = [](rabbitmq_log_level, const std::string&) {};
+  return connect_transport(std::move(*parsed));
+}
+
 // A command's exit and output, kept so that a failure says why.
 struct command_output {
   bool ok = false;  // it exited 0

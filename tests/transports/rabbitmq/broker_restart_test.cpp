@@ -33,7 +33,7 @@ struct restart_probe {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(restart_probe, id, fails_first, held)
 
-constexpr std::size_t slots = 4;
+constexpr std::size_t consumer_slots = 4;
 
 // Settings for a run that survives a restart: sends and declarations wait
 // for the node to come back (it takes 10 s, and much longer on a loaded
@@ -83,8 +83,8 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
         .message<restart_probe>(type)
         .add_resilience([](bus::policy_builder& p) { p.on_any().redeliver({1s}).jitter(false); })
         .endpoint(endpoint, [&](bus::endpoint_builder& e) {
-          e.slots(slots).handle<restart_probe>(
-              [&](const restart_probe& m, bus::handler_context& ctx) {
+          e.slots(consumer_slots)
+              .handle<restart_probe>([&](const restart_probe& m, bus::handler_context& ctx) {
                 if (m.held)
                   record.hold(m.id);
                 if (m.fails_first && ctx.delivery_count() == 0) {
@@ -173,7 +173,7 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
   CHECK(handled["held-1"] >= 2);
   // At least once, bounded: a message is handled twice only if its
   // delivery was unacknowledged at the restart (at most the prefetch,
-  // `slots`), if the producer's one send in flight lost its confirm and
+  // `consumer_slots`), if the producer's one send in flight lost its confirm and
   // was published again, or if the scheduling of a failed message's
   // redelivery (one send_delayed per slot at most) lost its confirm and was
   // published into the delay levels again (seen: m-733 and m-743, both
@@ -186,7 +186,7 @@ TEST_CASE("a broker restart during a run loses no confirmed message, and the mes
       counts << ' ' << id << " (" << n << " times)";
     }
   INFO(twice.size() << " handled more than once:" << counts.str());
-  CHECK(twice.size() <= 2 * slots + 1);
+  CHECK(twice.size() <= 2 * consumer_slots + 1);
 
   // The endpoint's counters reconcile, with nothing left in flight.
   REQUIRE(stats.has_value());

@@ -12,6 +12,7 @@
 #include "bus/bus.hpp"
 #include "bus/header_names.hpp"
 #include "support/delivery_collector.hpp"
+#include "support/envelope_text.hpp"
 #include "support/sample_messages.hpp"
 
 using bus::test::invoice_requested;
@@ -19,14 +20,7 @@ using bus::test::order_placed;
 
 namespace {
 
-std::shared_ptr<bus::rabbitmq_transport> connect_to_test_broker() {
-  auto settings = bus::parse_rabbitmq_url(bus::test::broker_env("BUS_RABBITMQ_URL"));
-  REQUIRE(settings);
-  settings->log = [](bus::rabbitmq_log_level, const std::string&) {};
-  auto transport = bus::rabbitmq_transport::connect(*settings);
-  REQUIRE(transport);
-  return *transport;
-}
+using bus::test::header_or_missing;
 
 // Counts the messages that ended, whatever the end, waking the test.
 struct endings {
@@ -51,11 +45,6 @@ struct endings {
   }
 };
 
-std::string header(const bus::envelope& e, std::string_view name) {
-  auto v = e.headers.find(name);
-  return v ? std::string(*v) : std::string("<missing>");
-}
-
 } // namespace
 
 TEST_CASE("on RabbitMQ a failed message lands on the error queue with fault headers and an unhandled one on the skipped queue") {
@@ -66,17 +55,17 @@ TEST_CASE("on RabbitMQ a failed message lands on the error queue with fault head
     cfg.set("scheduler.max-threads", 2);
     caf::actor_system sys{cfg};
     bus::bus_builder b{sys};
-    b.transport(connect_to_test_broker())
-      .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
-      .observe(ended.observer())
-      .message<order_placed>(bus::test::unique_name("order_placed"))
-      .message<invoice_requested>(bus::test::unique_name("invoice_requested"))
-      .endpoint(endpoint, [](bus::endpoint_builder& e) {
-        e.slots(2).handle<order_placed>([](const order_placed& m) {
-          if (m.amount < 0)
-            throw std::out_of_range("no such customer");
+    b.transport(bus::test::connect_with_defaults())
+        .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
+        .observe(ended.observer())
+        .message<order_placed>(bus::test::unique_name("order_placed"))
+        .message<invoice_requested>(bus::test::unique_name("invoice_requested"))
+        .endpoint(endpoint, [](bus::endpoint_builder& e) {
+          e.slots(2).handle<order_placed>([](const order_placed& m) {
+            if (m.amount < 0)
+              throw std::out_of_range("no such customer");
+          });
         });
-      });
     auto bus = b.build();
     REQUIRE(bus);
     REQUIRE((*bus)->start());
@@ -92,7 +81,7 @@ TEST_CASE("on RabbitMQ a failed message lands on the error queue with fault head
   }
 
   // Read both queues back from the broker with a transport of our own.
-  auto reader = connect_to_test_broker();
+  auto reader = bus::test::connect_with_defaults();
   bus::test::delivery_collector errors, skipped;
   REQUIRE(reader->consume(endpoint + "_error", 10, errors.handler()));
   REQUIRE(reader->consume(endpoint + "_skipped", 10, skipped.handler()));
@@ -100,14 +89,14 @@ TEST_CASE("on RabbitMQ a failed message lands on the error queue with fault head
   REQUIRE(skipped.wait_for(1));
   const auto& failed = *errors.items().at(0).message;
   namespace h = bus::header;
-  CHECK(header(failed, h::fault_exception_type) == "std::out_of_range");
-  CHECK(header(failed, h::fault_message) == "no such customer");
-  CHECK(header(failed, h::fault_endpoint) == endpoint);
-  CHECK(header(failed, h::fault_original_address) == endpoint);
-  CHECK(header(failed, h::fault_host) != "<missing>");
+  CHECK(header_or_missing(failed, h::fault_exception_type) == "std::out_of_range");
+  CHECK(header_or_missing(failed, h::fault_message) == "no such customer");
+  CHECK(header_or_missing(failed, h::fault_endpoint) == endpoint);
+  CHECK(header_or_missing(failed, h::fault_original_address) == endpoint);
+  CHECK(header_or_missing(failed, h::fault_host) != "<missing>");
   CHECK(nlohmann::json::parse(*failed.body.to_json_text())["order_id"] == "bad");
   const auto& unhandled = *skipped.items().at(0).message;
-  CHECK_THAT(header(unhandled, h::skipped_reason), Catch::Contains("has no handler"));
+  CHECK_THAT(header_or_missing(unhandled, h::skipped_reason), Catch::Contains("has no handler"));
   CHECK(nlohmann::json::parse(*unhandled.body.to_json_text())["order_id"] == "i-1");
   for (const auto& d : errors.items())
     CHECK(reader->ack(d.tag));

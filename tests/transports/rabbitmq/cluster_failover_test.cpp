@@ -122,11 +122,6 @@ std::string queue_table(const std::function<bool(const std::string&)>& wanted) {
   return out.empty() ? "  (none)\n" : out;
 }
 
-// Node n's (1..3) Erlang name, as rabbitmqctl shows leaders.
-std::string node_name(int n) {
-  return bus::test::broker_env("BUS_RABBITMQ_NODE" + std::to_string(n) + "_NAME");
-}
-
 // The levels' leaders, by Erlang node name.
 std::map<std::string, std::string> level_leaders(const bus::detail::delay_levels& names) {
   std::map<std::string, std::string> leaders;
@@ -141,7 +136,7 @@ std::map<std::string, std::string> level_leaders(const bus::detail::delay_levels
 std::map<std::string, std::string> require_none_led_by(const bus::detail::delay_levels& names,
                                                        int n) {
   auto leaders = level_leaders(names);
-  auto name = node_name(n);
+  auto name = bus::test::node_name(n);
   for (unsigned k = 0; k < names.count(); ++k) {
     INFO("delay level " << names.level_name(k) << ", node " << n << " is " << name);
     REQUIRE(leaders.count(names.level_name(k)) == 1);
@@ -158,7 +153,7 @@ std::pair<std::map<std::string, std::string>, bool>
 evict_levels_from(const bus::detail::delay_levels& names, int n) {
   auto leaders = level_leaders(names);
   REQUIRE(leaders.size() == names.count());
-  auto name = node_name(n);
+  auto name = bus::test::node_name(n);
   bool moved = false;
   for (const auto& [level, leader] : leaders)
     if (leader == name) {

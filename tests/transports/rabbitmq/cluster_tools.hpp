@@ -12,6 +12,11 @@
 
 namespace bus::test {
 
+// Node n's (1..3) Erlang name, as rabbitmqctl shows leaders.
+inline std::string node_name(int n) {
+  return broker_env("BUS_RABBITMQ_NODE" + std::to_string(n) + "_NAME");
+}
+
 // The node (1..3) that leads quorum queue `queue`; 0 if nobody says.
 inline int leader_of(const std::string& queue) {
   std::istringstream lines(run_broker_tool("BUS_RABBITMQ_LEADER", "'" + queue + "'").text);

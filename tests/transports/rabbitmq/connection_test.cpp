@@ -25,14 +25,13 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-bus::envelope message(std::string id) {
+bus::envelope heartbeat_message(std::string id) {
   bus::envelope env;
   env.message_id = std::move(id);
   env.message_type = "heartbeat_checked";
   env.body = bus::message_body::text("{}");
   return env;
 }
-
 
 struct timed_failure {
   bus::error error;
@@ -107,7 +106,7 @@ TEST_CASE("amqps carries messages over TLS, verifying the broker's certificate",
   REQUIRE(t->declare_queue(q));
   delivery_collector got;
   REQUIRE(t->consume(q, 10, got.handler()));
-  REQUIRE(t->send(q, message("over-tls")));
+  REQUIRE(t->send(q, heartbeat_message("over-tls")));
   REQUIRE(got.wait_for(1));
   CHECK(got.items()[0].message->message_id == "over-tls");
   CHECK(t->ack(got.items()[0].tag));
@@ -147,7 +146,7 @@ TEST_CASE("a connection the broker closes mid-run loses no confirmed message and
   delivery_collector held;
   REQUIRE(t->consume(held_queue, 10, held.handler()));
   for (int i = 0; i < 3; ++i)
-    REQUIRE(t->send(held_queue, message("held-" + std::to_string(i))));
+    REQUIRE(t->send(held_queue, heartbeat_message("held-" + std::to_string(i))));
   REQUIRE(held.wait_for(3));
 
   // A sender keeps sending; a send that returned success was confirmed.
@@ -157,7 +156,7 @@ TEST_CASE("a connection the broker closes mid-run loses no confirmed message and
   std::thread sender([&] {
     for (int i = 0; !stop_sending; ++i) {
       auto id = "m-" + std::to_string(i);
-      if (t->send(q, message(id)))
+      if (t->send(q, heartbeat_message(id)))
         confirmed.push_back(id);
       else
         ++refused;

@@ -24,10 +24,12 @@
 #include "bus/header_names.hpp"
 #include "child_process.hpp"
 #include "delay_levels.hpp"
-#include "support/eventually.hpp"
 #include "fault_probe.hpp"
 #include "ledger.hpp"
 #include "support/delivery_collector.hpp"
+#include "support/envelope_text.hpp"
+#include "support/eventually.hpp"
+#include "support/file_text.hpp"
 
 using namespace std::chrono_literals;
 using bus::test::fault_probe;
@@ -35,6 +37,9 @@ using bus::test::ledger_entry;
 namespace policy = bus::test::fault_policy;
 
 namespace {
+
+using bus::test::file_text;
+using bus::test::header_or_missing;
 
 constexpr std::size_t slots = 4;
 
@@ -182,11 +187,6 @@ bool good_moment_to_kill(const process_view& v, const std::map<std::string, faul
   return retrying && held;
 }
 
-std::string header(const bus::envelope& e, std::string_view name) {
-  auto v = e.headers.find(name);
-  return v ? std::string(*v) : std::string("<missing>");
-}
-
 // A printable summary of a ledger, for failed checks.
 std::string tail_of(const std::vector<ledger_entry>& ledger, std::size_t n = 40) {
   std::ostringstream out;
@@ -196,11 +196,6 @@ std::string tail_of(const std::vector<ledger_entry>& ledger, std::size_t n = 40)
         << e.attempt << '\n';
   }
   return out.str();
-}
-
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 struct worker_files {
@@ -423,13 +418,14 @@ TEST_CASE("kill -9 of a consumer in the middle of retries, with redeliveries pen
     const auto& m = *d.message;
     on_error_queue.insert(m.message_id);
     INFO("on the error queue: " << m.message_id);
-    CHECK(header(m, h::fault_exception_type) == "fault_worker::planned_failure");
-    CHECK_THAT(header(m, h::fault_message),
+    CHECK(header_or_missing(m, h::fault_exception_type) == "fault_worker::planned_failure");
+    CHECK_THAT(header_or_missing(m, h::fault_message),
                Catch::StartsWith("planned failure of " + m.message_id));
-    CHECK(header(m, h::fault_endpoint) == endpoint);
-    CHECK(header(m, h::fault_original_address) == endpoint);
-    CHECK(header(m, h::fault_delivery_count) == std::to_string(policy::redeliveries()));
-    CHECK(header(m, h::fault_immediate_retries) == std::to_string(policy::immediate_retries));
+    CHECK(header_or_missing(m, h::fault_endpoint) == endpoint);
+    CHECK(header_or_missing(m, h::fault_original_address) == endpoint);
+    CHECK(header_or_missing(m, h::fault_delivery_count) == std::to_string(policy::redeliveries()));
+    CHECK(header_or_missing(m, h::fault_immediate_retries)
+          == std::to_string(policy::immediate_retries));
     CHECK(reader->ack(d.tag));
   }
   CHECK(on_error_queue == never);

@@ -17,7 +17,7 @@ using bus::test::timed_collector;
 
 namespace {
 
-bus::envelope message(std::string id) {
+bus::envelope payment_due_message(std::string id) {
   bus::envelope env;
   env.message_id = std::move(id);
   env.message_type = "payment_due";
@@ -44,9 +44,9 @@ TEST_CASE("a delayed message arrives after its delay, and a shorter one sent lat
   REQUIRE(t->consume(q, 10, got.handler()));
 
   auto long_sent = timed_collector::clock::now();
-  REQUIRE(t->send_delayed(q, message("long"), 1500ms));
+  REQUIRE(t->send_delayed(q, payment_due_message("long"), 1500ms));
   auto short_sent = timed_collector::clock::now();
-  REQUIRE(t->send_delayed(q, message("short"), 400ms));
+  REQUIRE(t->send_delayed(q, payment_due_message("short"), 400ms));
 
   REQUIRE(got.wait_for(2, 10s));
   auto arrivals = got.arrivals();
@@ -73,8 +73,8 @@ TEST_CASE("a delayed message reaches its own queue only, even when queue names n
   timed_collector got;
   REQUIRE(t->consume(billing, 10, got.handler(0)));
   REQUIRE(t->consume(billing_audit, 10, got.handler(1)));
-  REQUIRE(t->send_delayed(billing, message("to-billing"), 300ms));
-  REQUIRE(t->send_delayed(billing_audit, message("to-audit"), 200ms));
+  REQUIRE(t->send_delayed(billing, payment_due_message("to-billing"), 300ms));
+  REQUIRE(t->send_delayed(billing_audit, payment_due_message("to-audit"), 200ms));
   REQUIRE(got.wait_for(2, 10s));
   for (const auto& a : got.arrivals()) {
     CHECK(a.item.message->message_id == (a.consumer == 0 ? "to-billing" : "to-audit"));
@@ -88,19 +88,21 @@ TEST_CASE("a delay of zero is a plain send, and delays the levels cannot hold ar
   auto t = bus::test::connect_transport();
   auto q = bus::test::unique_name("bounds");
   REQUIRE(t->declare_queue(q));
-  REQUIRE(t->send_delayed(q, message("now"), 0ms));
+  REQUIRE(t->send_delayed(q, payment_due_message("now"), 0ms));
   CHECK(t->message_count(q).value() == 1);
 
-  auto too_long = t->send_delayed(q, message("later"), 26s); // 8 levels of 100 ms hold 25.5 s
+  auto too_long =
+      t->send_delayed(q, payment_due_message("later"), 26s); // 8 levels of 100 ms hold 25.5 s
   REQUIRE_FALSE(too_long);
   CHECK(too_long.error().code == bus::errc::invalid_configuration);
   CHECK_THAT(too_long.error().message, Catch::Contains("at most 00:00:25.500"));
 
-  auto nowhere = t->send_delayed(bus::test::unique_name("never_declared"), message("lost"), 1s);
+  auto nowhere =
+      t->send_delayed(bus::test::unique_name("never_declared"), payment_due_message("lost"), 1s);
   REQUIRE_FALSE(nowhere);
   CHECK(nowhere.error().code == bus::errc::unknown_queue);
 
-  auto wildcard = t->send_delayed(q + ".*", message("wild"), 1s);
+  auto wildcard = t->send_delayed(q + ".*", payment_due_message("wild"), 1s);
   REQUIRE_FALSE(wildcard);
   CHECK_THAT(wildcard.error().message, Catch::Contains("wildcard"));
 }
@@ -126,7 +128,7 @@ TEST_CASE("delayed messages survive the death of the process that scheduled them
     const std::pair<const char*, std::chrono::milliseconds> plan[] = {
         {"third", 900ms}, {"first", 300ms}, {"second", 600ms}};
     for (const auto& [id, delay] : plan)
-      if (!(*t)->send_delayed(q, message(id), delay))
+      if (!(*t)->send_delayed(q, payment_due_message(id), delay))
         ::_exit(3);
     ::kill(::getpid(), SIGKILL);
     ::_exit(4); // not reached
@@ -165,7 +167,8 @@ TEST_CASE("delay levels are placed balanced, and a level declared without a plac
   REQUIRE(t->declare_queue(q));
   timed_collector got;
   REQUIRE(t->consume(q, 10, got.handler()));
-  auto sent = t->send_delayed(q, message("through-both"), 150ms); // 3 units: levels 1 and 0
+  auto sent =
+      t->send_delayed(q, payment_due_message("through-both"), 150ms); // 3 units: levels 1 and 0
   INFO((sent ? std::string("sent") : sent.error().message));
   REQUIRE(sent);
   REQUIRE(got.wait_for(1, 10s));

@@ -49,10 +49,6 @@ struct resume_and_delete {
   }
 };
 
-std::string node_name(int n) {
-  return bus::test::broker_env("BUS_RABBITMQ_NODE" + std::to_string(n) + "_NAME");
-}
-
 } // namespace
 
 TEST_CASE("busctl move-leader passes over a member that does not answer and says the leadership "
@@ -71,15 +67,15 @@ TEST_CASE("busctl move-leader passes over a member that does not answer and says
   resume_and_delete cleanup{queue, silent};
   std::string taker;
   for (int n = 1; n <= 3; ++n)
-    if (n != leader && node_name(n) != silent)
-      taker = node_name(n);
+    if (n != leader && bus::test::node_name(n) != silent)
+      taker = bus::test::node_name(n);
   REQUIRE_FALSE(taker.empty());
 
   auto moved = bus::test::busctl_move_leader(queue);
   INFO("busctl said: " << moved.text << "the silent member: " << silent);
   REQUIRE(moved.ok);
   CHECK(moved.text
-        == "moved the leadership of '" + queue + "' from " + node_name(leader) + " to " + taker
-               + "\n");
-  CHECK(node_name(bus::test::leader_of(queue)) == taker);
+        == "moved the leadership of '" + queue + "' from " + bus::test::node_name(leader) + " to "
+               + taker + "\n");
+  CHECK(bus::test::node_name(bus::test::leader_of(queue)) == taker);
 }

@@ -21,11 +21,14 @@
 #include "ledger.hpp"
 #include "raw_client.hpp"
 #include "support/eventually.hpp"
+#include "support/file_text.hpp"
 
 using namespace std::chrono_literals;
 using bus::test::fault_probe;
 
 namespace {
+
+using bus::test::file_text;
 
 constexpr int delivery_limit = 2;
 
@@ -48,11 +51,6 @@ std::size_t lines_of(const std::vector<bus::test::ledger_entry>& ledger, const s
     if (e.kind == kind && e.id == id && (pid == 0 || e.pid == pid))
       ++n;
   return n;
-}
-
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 } // namespace

@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,11 +21,14 @@
 #include "fault_probe.hpp"
 #include "ledger.hpp"
 #include "support/eventually.hpp"
+#include "support/file_text.hpp"
 
 using namespace std::chrono_literals;
 using bus::test::fault_probe;
 
 namespace {
+
+using bus::test::file_text;
 
 constexpr int messages = 120;
 constexpr int kill_after = 40; // messages ended by the first process
@@ -42,11 +44,6 @@ std::map<std::string, int> ended_by(const std::vector<bus::test::ledger_entry>& 
     if (ends(e.kind) && (pid == 0 || e.pid == pid))
       ++out[e.id];
   return out;
-}
-
-std::string file_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 struct reader_files {

@@ -15,6 +15,7 @@
 #include "bus/header_names.hpp"
 #include "bus/trace_context.hpp"
 #include "support/delivery_collector.hpp"
+#include "support/envelope_text.hpp"
 #include "support/sample_messages.hpp"
 
 using namespace std::chrono_literals;
@@ -24,19 +25,12 @@ using bus::test::order_placed;
 
 namespace {
 
+using bus::test::header_or_missing;
+
 constexpr const char* sender_traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 constexpr const char* sender_trace = "0af7651916cd43dd8448eb211c80319c";
 constexpr const char* sender_span = "b7ad6b7169203331";
 constexpr const char* sender_state = "congo=t61rcWkgMzE";
-
-std::shared_ptr<bus::rabbitmq_transport> connect_to_test_broker() {
-  auto settings = bus::parse_rabbitmq_url(bus::test::broker_env("BUS_RABBITMQ_URL"));
-  REQUIRE(settings);
-  settings->log = [](bus::rabbitmq_log_level, const std::string&) {};
-  auto transport = bus::rabbitmq_transport::connect(*settings);
-  REQUIRE(transport);
-  return *transport;
-}
 
 // Every span, and a wake-up once `n` attempts ended the message's journey
 // (handled or error queue).
@@ -71,11 +65,6 @@ struct span_log {
   }
 };
 
-std::string header(const bus::envelope& e, std::string_view name) {
-  auto v = e.headers.find(name);
-  return v ? std::string(*v) : std::string("<missing>");
-}
-
 } // namespace
 
 TEST_CASE("on RabbitMQ one trace id runs through an immediate retry, a redelivery by delay level, the error queue and the handler's send") {
@@ -87,7 +76,7 @@ TEST_CASE("on RabbitMQ one trace id runs through an immediate retry, a redeliver
     cfg.set("scheduler.max-threads", 2);
     caf::actor_system sys{cfg};
     bus::bus_builder b{sys};
-    auto transport = connect_to_test_broker();
+    auto transport = bus::test::connect_with_defaults();
     REQUIRE(transport->declare_queue(invoices));
     b.transport(transport)
       .log_sinks({std::make_shared<spdlog::sinks::null_sink_mt>()})
@@ -133,7 +122,7 @@ TEST_CASE("on RabbitMQ one trace id runs through an immediate retry, a redeliver
     CHECK(redelivered == 3); // came back from the broker's delay level with its headers
   }
 
-  auto reader = connect_to_test_broker();
+  auto reader = bus::test::connect_with_defaults();
   bus::test::delivery_collector sent, errors;
   REQUIRE(reader->consume(invoices, 10, sent.handler()));
   REQUIRE(reader->consume(endpoint + "_error", 10, errors.handler()));
@@ -142,7 +131,7 @@ TEST_CASE("on RabbitMQ one trace id runs through an immediate retry, a redeliver
 
   // The invoice: the sender's trace, the handling attempt's span as parent.
   const auto& invoice = *sent.items().at(0).message;
-  auto carried = bus::parse_traceparent(header(invoice, bus::header::traceparent));
+  auto carried = bus::parse_traceparent(header_or_missing(invoice, bus::header::traceparent));
   REQUIRE(carried);
   CHECK(bus::to_hex(carried->trace) == sender_trace);
   std::string handled_span;
@@ -150,17 +139,17 @@ TEST_CASE("on RabbitMQ one trace id runs through an immediate retry, a redeliver
     if (s.outcome == attempt_outcome::handled)
       handled_span = s.span_id;
   CHECK(bus::to_hex(carried->parent) == handled_span);
-  CHECK(header(invoice, bus::header::tracestate) == sender_state);
+  CHECK(header_or_missing(invoice, bus::header::tracestate) == sender_state);
 
   // The error queue's copy: the sender's traceparent and the failing span.
   const auto& failed = *errors.items().at(0).message;
   auto fatal = log.of(failed.message_id);
   REQUIRE(fatal.size() == 4);
   CHECK(fatal.back().outcome == attempt_outcome::error_queue);
-  CHECK(header(failed, bus::header::traceparent) == sender_traceparent);
-  CHECK(header(failed, bus::header::tracestate) == sender_state);
-  CHECK(header(failed, bus::header::fault_trace_id) == sender_trace);
-  CHECK(header(failed, bus::header::fault_span_id) == fatal.back().span_id);
+  CHECK(header_or_missing(failed, bus::header::traceparent) == sender_traceparent);
+  CHECK(header_or_missing(failed, bus::header::tracestate) == sender_state);
+  CHECK(header_or_missing(failed, bus::header::fault_trace_id) == sender_trace);
+  CHECK(header_or_missing(failed, bus::header::fault_span_id) == fatal.back().span_id);
 
   for (const auto& d : sent.items())
     CHECK(reader->ack(d.tag));
