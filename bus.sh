@@ -94,14 +94,15 @@ use_sanitizer() {
   # cluster's tests are not even built under a sanitizer
   # (tests/transports/rabbitmq/tests.cmake).
   CTEST_ARGS+=(-E "^package:|^fuzz:")
-  # A sanitizer build is made whole, in CI from nothing: compiled as CMake's
-  # unity build (each target's sources in batches of 8, one compile per
-  # batch), it takes a third of the time, as the batch parses the headers and
-  # instantiates the templates its files share once, not once per file. The
-  # plain build stays a file per compile: an edit recompiles one file, and a
-  # file that misses an include of its own fails there, not hidden by the
-  # file before it in a batch. Names private to a file (in an anonymous
-  # namespace) must not clash with another file's of the same target.
+  # A sanitizer build is mostly made whole (in CI, from nothing): compiled
+  # as CMake's unity build (each target's sources in batches of 8, one
+  # compile per batch) it takes under half the time (docs/tsan.md, "Unity
+  # builds"), as a batch parses the headers and instantiates the templates
+  # its files share once, not once per file. The plain build stays a file
+  # per compile: an edit recompiles one file, and a file that misses an
+  # include of its own fails there, not hidden by the file before it in a
+  # batch. Names private to a file (in an anonymous namespace) must not
+  # clash with another file's of the same target.
   UNITY=ON
 }
 
