@@ -5,6 +5,7 @@
 
 #include "busctl_runner.hpp"
 #include "support/delivery_collector.hpp"
+#include "support/envelope_text.hpp"
 
 #include <algorithm>
 
@@ -13,6 +14,8 @@ using bus::test::unique_name;
 using nlohmann::json;
 
 namespace {
+
+using bus::test::header_or_missing;
 
 struct seeded_endpoint {
   std::shared_ptr<bus::rabbitmq_transport> broker = bus::test::connect_transport();
@@ -41,11 +44,6 @@ struct seeded_endpoint {
     return *n;
   }
 };
-
-std::string header(const bus::envelope& e, std::string_view name) {
-  auto v = e.headers.find(name);
-  return v ? std::string(*v) : std::string("<missing>");
-}
 
 } // namespace
 
@@ -143,15 +141,15 @@ TEST_CASE("busctl replay of one id sends only that message back, without fault f
   CHECK(m.message_type == "order_placed");
   CHECK(json::parse(*m.body.to_json_text())["order_id"] == "m-2");
   CHECK(m.delivery_count == 0);
-  CHECK(header(m, h::failed_attempts) == "<missing>");
-  CHECK(header(m, h::first_failure_at) == "<missing>");
+  CHECK(header_or_missing(m, h::failed_attempts) == "<missing>");
+  CHECK(header_or_missing(m, h::first_failure_at) == "<missing>");
   for (auto name : {h::fault_exception_type, h::fault_message, h::fault_at, h::fault_original_address,
                     h::fault_delivery_count, h::fault_immediate_retries, h::fault_reason})
-    CHECK(header(m, name) == "<missing>");
-  CHECK(header(m, "tenant") == "acme");
-  CHECK(header(m, "bus-replay-count") == "1");
-  CHECK(header(m, "bus-replayed-from") == q.error_queue);
-  CHECK(header(m, "bus-replayed-at") != "<missing>");
+    CHECK(header_or_missing(m, name) == "<missing>");
+  CHECK(header_or_missing(m, "tenant") == "acme");
+  CHECK(header_or_missing(m, "bus-replay-count") == "1");
+  CHECK(header_or_missing(m, "bus-replayed-from") == q.error_queue);
+  CHECK(header_or_missing(m, "bus-replayed-at") != "<missing>");
   for (const auto& d : arrived.items())
     CHECK(q.broker->ack(d.tag));
   CHECK(arrived.size() == 1);
