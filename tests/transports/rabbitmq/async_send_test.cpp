@@ -20,7 +20,7 @@
 #include "raw_client.hpp"
 #include "support/delivery_collector.hpp"
 #include "support/eventually.hpp"
-#include "tcp_relay.hpp"
+#include "support/tcp_relay.hpp"
 #include "transports/completion_log.hpp"
 
 using namespace std::chrono_literals;

@@ -21,7 +21,7 @@
 #include "bus/bus.hpp"
 #include "bus/in_memory_transport.hpp"
 #include "support/sample_messages.hpp"
-#include "tcp_relay.hpp"
+#include "support/tcp_relay.hpp"
 
 using namespace std::chrono_literals;
 using bus::test::invoice_requested;

@@ -1,10 +1,12 @@
-// A TCP relay between a transport and the test broker, which a test can
-// pause (bytes stop flowing both ways, the connections stay open: a broker
-// that does not answer) and cut (every connection closed and no new one
-// taken: a broker out of reach). A test may also edit what the broker
-// sends (amqp_confirm_edit.hpp: the confirms of a failover or a refusal).
-// The broker itself is never touched, so the tests that run beside it on
-// the shared node see nothing.
+// A TCP relay between a client (a transport, a store) and the test's
+// server (a broker on a loopback port, a database on a Unix socket), which
+// a test can pause (bytes stop flowing both ways, the connections stay
+// open: a silent peer, as a failover, a partition or a hung proxy leaves
+// one) and cut (every connection closed and no new one taken: a server
+// out of reach). A test may also edit what the server sends
+// (amqp_confirm_edit.hpp: the confirms of a failover or a refusal). The
+// server itself is never touched, so the tests that run beside it on the
+// shared node see nothing.
 #pragma once
 
 #include <arpa/inet.h>
@@ -12,6 +14,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -37,10 +40,24 @@ public:
   using edit_factory = std::function<edit()>;
 
   // Listens on a free local port and relays each connection to
-  // 127.0.0.1:`upstream_port`, passing what the broker sends through an
+  // 127.0.0.1:`upstream_port`, passing what the server sends through an
   // edit from `downstream` if there is one.
   explicit tcp_relay(std::uint16_t upstream_port, edit_factory downstream = {})
-    : upstream_port_(upstream_port), downstream_(std::move(downstream)) {
+    : tcp_relay([upstream_port] { return connect_tcp(upstream_port); }, std::move(downstream)) {}
+  // The same, to the Unix socket at `upstream_path` (PostgreSQL's
+  // <dir>/.s.PGSQL.<port>).
+  struct unix_socket {
+    std::string path;
+  };
+  explicit tcp_relay(unix_socket upstream)
+    : tcp_relay([path = std::move(upstream.path)] { return connect_unix(path); }, {}) {}
+
+private:
+  // Opens a connection to the server: a connected socket, or -1.
+  using connector = std::function<int()>;
+
+  tcp_relay(connector upstream, edit_factory downstream)
+    : upstream_(std::move(upstream)), downstream_(std::move(downstream)) {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(listener_ >= 0);
     int one = 1;
@@ -56,6 +73,7 @@ public:
     thread_ = std::thread([this] { run(); });
   }
 
+public:
   ~tcp_relay() {
     state_ = state::stopping;
     poke();
@@ -100,6 +118,32 @@ private:
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(port);
     return addr;
+  }
+
+  static int connect_tcp(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto addr = loopback(port);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+      return fd;
+    if (fd >= 0)
+      ::close(fd);
+    return -1;
+  }
+
+  static int connect_unix(const std::string& path) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (fd < 0 || path.size() >= sizeof addr.sun_path) {
+      if (fd >= 0)
+        ::close(fd);
+      return -1;
+    }
+    path.copy(addr.sun_path, path.size());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+      return fd;
+    ::close(fd);
+    return -1;
   }
 
   static void close_pair(pair& p) {
@@ -189,10 +233,8 @@ private:
       if (listener_ >= 0 && fds[1].revents && state_ == s) {
         pair p;
         p.client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-        p.upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        auto addr = loopback(upstream_port_);
-        if (p.client >= 0 && p.upstream >= 0
-            && ::connect(p.upstream, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        p.upstream = p.client >= 0 ? upstream_() : -1;
+        if (p.client >= 0 && p.upstream >= 0) {
           if (downstream_)
             p.downstream = downstream_();
           pairs_.push_back(p);
@@ -224,7 +266,7 @@ private:
     }
   }
 
-  std::uint16_t upstream_port_;
+  connector upstream_;
   edit_factory downstream_;
   std::uint16_t port_ = 0;
   int listener_ = -1;
