@@ -243,6 +243,9 @@ public:
   // or channel it came over is gone: the broker delivers its message again,
   // so whoever holds it must neither run it nor end it (that would give it
   // a second life beside the new delivery). Safe to call from any thread.
+  // A stream's delivery never goes stale: nothing delivers it again (the
+  // reader goes on past it), so its ending must still move the reader's
+  // position, and its settling may do nothing on the wire.
   // A transport whose deliveries cannot go stale keeps this default.
   [[nodiscard]] virtual bool settleable(std::uint64_t /*tag*/) const { return true; }
 

@@ -426,3 +426,35 @@ TEST_CASE("deliveries that went stale with their connection are forgotten: only 
   CHECK(t->unsettled() == 0);
   CHECK_FALSE(t->ack(got.items()[0].tag)); // stale: refused, as before
 }
+
+TEST_CASE("a stream offset that freezes: a stream's delivery stays settleable through a lost "
+          "connection, and the reader goes on past it without reading it again",
+          "[rabbitmq][reconnect][stream]") {
+  tcp_relay relay(broker_port());
+  auto t = bus::test::connect_transport(through(relay));
+  auto stream = bus::test::unique_name("stale_stream");
+  REQUIRE(t->declare_stream(stream, {}));
+  auto producer = bus::test::connect_transport(); // past the relay
+  for (const char* id : {"s-1", "s-2", "s-3"})
+    REQUIRE(producer->send(stream, sent_message(id)));
+  bus::test::delivery_collector got; // settles nothing itself
+  REQUIRE(t->consume_stream(bus::test::unique_name("reader"), stream, bus::stream_start::first(),
+                            1, got.handler()));
+  REQUIRE(got.wait_for(1));
+  auto first = got.items()[0].tag;
+
+  relay.drop(); // the channel dies with its connection; the reader consumes again
+  REQUIRE(got.wait_for(2, 20s));
+  // Nothing delivers s-1 again: its ending must still count, so it can be
+  // settled (the ack goes nowhere), and the next one came without it.
+  CHECK(t->settleable(first));
+  CHECK(t->ack(first));
+  REQUIRE(t->ack(got.items()[1].tag));
+  REQUIRE(got.wait_for(3, 20s));
+  REQUIRE(t->ack(got.items()[2].tag));
+  std::vector<std::string> ids;
+  for (const auto& d : got.items())
+    ids.push_back(d.message->message_id);
+  CHECK(ids == std::vector<std::string>{"s-1", "s-2", "s-3"});
+  CHECK(t->unsettled() == 0);
+}

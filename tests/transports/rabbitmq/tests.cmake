@@ -73,6 +73,7 @@ bus_rabbitmq_test_binary(bus_on_rabbitmq_tests
           ${CMAKE_CURRENT_LIST_DIR}/dependency_pause_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/user_api_rabbitmq_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/free_workers_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/stream_reconnect_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/error_queues_on_rabbitmq_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/foreign_messages_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/servicecontrol_test.cpp)

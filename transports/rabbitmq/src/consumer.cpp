@@ -112,7 +112,7 @@ void consumer_pump::cancel(const std::string& queue) {
 
 bool consumer_pump::settleable(std::uint64_t tag) const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return outstanding_.count(tag) > 0; // a closed channel's deliveries are forgotten
+  return outstanding_.count(tag) > 0; // a closed channel's queue deliveries are forgotten
 }
 
 std::size_t consumer_pump::unsettled() const {
@@ -220,12 +220,9 @@ std::string consumer_pump::back_note() const {
 }
 
 std::string consumer_pump::session_lost() {
-  {
-    // Every channel died with the connection: their deliveries are the
-    // broker's again, and nobody can settle them.
-    std::lock_guard<std::mutex> guard(mutex_);
-    outstanding_.clear();
-  }
+  // Every channel died with the connection: their queues' deliveries are
+  // the broker's again, and nobody can settle them. A stream's stay.
+  forget_deliveries([](const outstanding&) { return true; });
   for (auto& [queue, l] : links_) {
     l.channel = 0;
     l.consuming = false;
@@ -453,12 +450,14 @@ amqp_status consumer_pump::establish(link& l) {
   return std::nullopt;
 }
 
+void consumer_pump::forget_deliveries(const std::function<bool(const outstanding&)>& of_channel) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (auto it = outstanding_.begin(); it != outstanding_.end();)
+    it = of_channel(it->second) && !it->second.from_stream ? outstanding_.erase(it) : std::next(it);
+}
+
 void consumer_pump::drop_channel(link& l) {
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    for (auto it = outstanding_.begin(); it != outstanding_.end();)
-      it = it->second.incarnation == l.incarnation ? outstanding_.erase(it) : std::next(it);
-  }
+  forget_deliveries([&](const outstanding& o) { return o.incarnation == l.incarnation; });
   l.channel = 0;
   l.consuming = false;
   l.acks.reset();
@@ -586,7 +585,7 @@ void consumer_pump::on_delivery(const amqp_frame_t& frame) {
   auto tag = next_tag_++;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    outstanding_.emplace(tag, outstanding{l->incarnation, ch, broker_tag});
+    outstanding_.emplace(tag, outstanding{l->incarnation, ch, broker_tag, offset.has_value()});
   }
   auto handler = l->handler; // the handler may not cancel, but keep it alive regardless
   try {

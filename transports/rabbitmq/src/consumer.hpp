@@ -13,7 +13,7 @@
 // (ack_window.hpp); the others go out alone. A reject is never overtaken by
 // an ack queued after it, nor covered by one queued before it.
 //
-// A stream (issue 27) is read by a link of its own per reader, keyed by the
+// A stream is read by a link of its own per reader, keyed by the
 // reader's name: basic.consume with x-stream-offset, each delivery's offset
 // from its x-stream-offset header. RabbitMQ starts a reader at the start of
 // the chunk that holds the offset asked for, so what comes before it is
@@ -23,15 +23,18 @@
 //
 // Each delivery gets a transport tag, unique for the life of the
 // transport, that maps to (channel incarnation, broker delivery tag). When
-// a channel or the connection dies, its deliveries are forgotten with it:
-// settling one is an error and nothing is sent, because the same broker
-// tag on a new channel names another message. The broker redelivers what
-// that channel had not settled.
+// a channel or the connection dies, its queue deliveries are forgotten
+// with it: settling one is an error and nothing is sent, because the same
+// broker tag on a new channel names another message. The broker redelivers
+// what that channel had not settled. A stream's deliveries are kept: the
+// reader reads on past them, so they are never delivered again, and their
+// endings still move the reader's saved offset; their acks go nowhere.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -123,6 +126,11 @@ private:
     std::uint64_t incarnation = 0;
     amqp_channel_t channel = 0;
     std::uint64_t broker_tag = 0;
+    // A stream's delivery outlives its channel: nothing delivers it again
+    // (the reader consumes again past it), so its ending must still reach
+    // the reader's position; only its ack, which frees a place in a dead
+    // channel's prefetch, goes nowhere (handle(settle_command&)).
+    bool from_stream = false;
   };
 
   // One consumed (or once consumed) queue, or a stream's reader, on the I/O
@@ -163,6 +171,9 @@ private:
   // stream's from its stream_from. Empty: success.
   amqp_status establish(link& l);
   void drop_channel(link& l);
+  // Forgets the queue deliveries of the channels `of_channel` picks: the
+  // broker has them again. A stream's are kept (outstanding::from_stream).
+  void forget_deliveries(const std::function<bool(const outstanding&)>& of_channel);
   void schedule_retry(const std::string& queue, link& l, const std::string& why);
   void recover_links(clock::time_point now);
   void read_frames();

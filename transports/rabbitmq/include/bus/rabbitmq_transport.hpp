@@ -136,7 +136,8 @@ public:
   // Messages ready on `queue` (not counting delivered, unsettled ones).
   [[nodiscard]] result<std::size_t> message_count(const std::string& queue);
   // Deliveries handed to a handler and not settled yet, over channels
-  // still open: one that went stale with its connection no longer counts.
+  // still open: a queue's that went stale with its connection no longer
+  // counts. A stream's counts until settled: nothing delivers it again.
   [[nodiscard]] std::size_t unsettled() const;
   // How often the two connections came back after a loss, together.
   [[nodiscard]] std::uint64_t reconnects() const noexcept;
