@@ -33,6 +33,7 @@
 #include "bus/fault.hpp"
 #include "bus/health.hpp"
 #include "bus/headers.hpp"
+#include "bus/http_listener.hpp"
 #include "bus/message_registry.hpp"
 #include "bus/outbox_session.hpp"
 #include "bus/policy/explain.hpp"
@@ -193,7 +194,10 @@ public:
   // bus's families to the user's registry instead, for their own exposer;
   // it syncs them every `refresh` (values lag the bus by at most that).
   // Both may be given: the bus then serves the user's registry too.
-  bus_builder& metrics(std::string address);
+  // `listener`: how many connections it serves at once, and how long one
+  // may keep a thread without sending its request (docs/metrics.md, "The
+  // listener's deadlines").
+  bus_builder& metrics(std::string address, http_listener_settings listener = {});
   bus_builder& metrics_registry(std::shared_ptr<prometheus::Registry> registry,
                                 duration refresh = std::chrono::seconds(1));
 
@@ -232,6 +236,7 @@ private:
   std::string stream_offset_directory_ = "bus-stream-offsets";
   std::map<std::string, dependency_breaker_settings> dependencies_;
   std::optional<std::string> metrics_address_;
+  http_listener_settings metrics_listener_;
   std::shared_ptr<prometheus::Registry> metrics_registry_;
   duration metrics_refresh_ = std::chrono::seconds(1);
   std::optional<std::string> dashboard_token_;

@@ -191,8 +191,11 @@ bus_builder& bus_builder::dependency(std::string name, dependency_breaker_settin
   return *this;
 }
 
-bus_builder& bus_builder::metrics(std::string address) {
+bus_builder& bus_builder::metrics(std::string address, http_listener_settings listener) {
   metrics_address_ = std::move(address);
+  if (auto wrong = validate(listener); !wrong.empty())
+    mistakes_.push_back("metrics(): " + wrong);
+  metrics_listener_ = listener;
   return *this;
 }
 
@@ -306,7 +309,7 @@ result<std::unique_ptr<message_bus>> bus_builder::build() {
               const std::exception_ptr& e) { return raw->explain(endpoint, message_type, e); }};
     auto page = std::make_shared<const detail::dashboard::dashboard>(std::move(page_sources));
     auto metrics = detail::metrics::service::start(
-        {metrics_address_, metrics_registry_, metrics_refresh_,
+        {metrics_address_, metrics_listener_, metrics_registry_, metrics_refresh_,
          [page](const detail::metrics::http_request& r) { return page->answer(r); }},
         [raw] { return raw->view(); }, state->sends);
     if (!metrics)

@@ -1,5 +1,6 @@
 // The HTTP listener on civetweb (see http_server.hpp). Every answer closes
-// its connection, so a scraper or probe never holds a server thread.
+// its connection, so a scraper or probe never holds a server thread; a
+// peer that sends nothing holds one for the request timeout only.
 #include "http_server.hpp"
 
 #include <CivetServer.h>
@@ -122,10 +123,19 @@ struct http_server::impl {
 };
 
 result<std::unique_ptr<http_server>> http_server::start(const std::string& address,
+                                                        const http_listener_settings& settings,
                                                         routes serve) {
   auto state = std::make_unique<impl>();
   state->serve = std::move(serve);
-  std::vector<std::string> options = {"listening_ports", address, "num_threads", "2"};
+  auto timeout_ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(settings.request_timeout).count();
+  // civetweb's request_timeout_ms bounds each read and write on a
+  // connection (its default, 30 s, let two silent peers stall the probes
+  // of a two-thread listener for that long); keep-alive is moot, as every
+  // answer closes its connection.
+  std::vector<std::string> options = {"listening_ports", address,
+                                      "num_threads", std::to_string(settings.threads),
+                                      "request_timeout_ms", std::to_string(timeout_ms)};
   try {
     state->server = std::make_unique<CivetServer>(options);
   } catch (const std::exception& e) {
@@ -151,3 +161,18 @@ http_server::~http_server() {
 }
 
 } // namespace bus::detail::metrics
+
+namespace bus {
+
+std::string validate(const http_listener_settings& settings) {
+  std::string mistakes;
+  auto add = [&](const std::string& m) { mistakes += (mistakes.empty() ? "" : "; ") + m; };
+  if (settings.threads == 0)
+    add("the HTTP listener needs at least one thread");
+  if (settings.request_timeout < std::chrono::milliseconds(1))
+    add("the HTTP listener's request timeout is " + to_hms(settings.request_timeout)
+        + "; it must be at least 1 ms");
+  return mistakes;
+}
+
+} // namespace bus

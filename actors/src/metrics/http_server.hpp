@@ -1,8 +1,9 @@
 // The bus's own HTTP listener (bus_builder::metrics): /metrics in
 // Prometheus's text format, /health/live and /health/ready, and every other
 // path to one more route (the bus's page, dashboard.hpp). civetweb (which
-// prometheus-cpp's exposer is built on) runs it on two threads of its own;
-// prometheus::Exposer is not used because it serves collectables only, and
+// prometheus-cpp's exposer is built on) runs it on threads of its own, a
+// connection per thread, each wait on a peer bounded by the settings'
+// request timeout (bus/http_listener.hpp); prometheus::Exposer is not used because it serves collectables only, and
 // the health probes belong on the same port as the metrics.
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "bus/error.hpp"
 #include "bus/health.hpp"
+#include "bus/http_listener.hpp"
 
 namespace bus::detail::metrics {
 
@@ -40,10 +42,11 @@ public:
     std::function<http_response(const http_request&)> other; // null: 404
   };
 
-  // Listens on `address` ("host:port"; port 0 picks a free one).
-  // errc::invalid_configuration if it cannot listen there.
-  [[nodiscard]] static result<std::unique_ptr<http_server>> start(const std::string& address,
-                                                                  routes serve);
+  // Listens on `address` ("host:port"; port 0 picks a free one), with
+  // valid `settings` (validate()). errc::invalid_configuration if it
+  // cannot listen there.
+  [[nodiscard]] static result<std::unique_ptr<http_server>>
+  start(const std::string& address, const http_listener_settings& settings, routes serve);
   ~http_server(); // stops listening; returns once no request runs any more
 
   // "host:port" as bound, the port resolved.

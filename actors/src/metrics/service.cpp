@@ -16,7 +16,7 @@ result<std::unique_ptr<service>> service::start(service_options options,
   if (options.address) {
     auto* self = s.get();
     auto server = http_server::start(
-      *options.address, {[self] { return self->scrape(); }, [self] { return self->health(); },
+      *options.address, options.listener, {[self] { return self->scrape(); }, [self] { return self->health(); },
                          std::move(options.other_routes)});
     if (!server)
       return server.error();

@@ -21,6 +21,7 @@ namespace bus::detail::metrics {
 
 struct service_options {
   std::optional<std::string> address;                 // serve here ("host:port")
+  http_listener_settings listener;                    // its threads and deadline
   std::shared_ptr<prometheus::Registry> user_registry; // register into this one
   duration refresh = std::chrono::seconds(1);         // sync period for user_registry
   // What the listener answers beyond /metrics and /health (the bus's page).
