@@ -122,10 +122,17 @@ http_response not_an_error_queue(const std::string& queue) {
 dashboard::dashboard(sources from) : from_(std::move(from)) {}
 
 bool dashboard::authorized(const std::string& authorization) const {
-  static constexpr std::string_view scheme = "Bearer ";
-  if (from_.token.empty() || authorization.compare(0, scheme.size(), scheme) != 0)
+  // "Bearer <token>": the scheme's case does not matter, and one or more
+  // spaces follow it (RFC 7235, section 2.1); the token is compared exactly.
+  static constexpr std::string_view scheme = "bearer";
+  if (from_.token.empty() || authorization.size() <= scheme.size()
+      || authorization[scheme.size()] != ' ')
     return false;
-  return same_secret(authorization.substr(scheme.size()), from_.token);
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i])
+      return false;
+  auto token = authorization.find_first_not_of(' ', scheme.size());
+  return token != std::string::npos && same_secret(authorization.substr(token), from_.token);
 }
 
 http_response dashboard::answer(const http_request& request) const {

@@ -209,6 +209,25 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("the token's scheme is case-insensitive, as RFC 7235 has it: 'bearer' and 'BEARER' "
+          "with the token write, and the token itself stays exact",
+          "[dashboard][http]") {
+  failing_bus f("s3cret");
+  f.fail_orders(2);
+  CHECK(bus::test::http_send("POST", f.address, "/api/failed/purge", group_body, "bearer S3CRET")
+          .status
+        == 403);
+  CHECK(f.rig.transport->depth("billing_error") == 2);
+  auto lower =
+    bus::test::http_send("POST", f.address, "/api/failed/purge", group_body, "bearer s3cret");
+  REQUIRE(lower.status == 200);
+  CHECK(json::parse(lower.body)["done"] == 2);
+  CHECK(bus::test::http_send("POST", f.address, "/api/failed/purge", group_body, "BEARER  s3cret")
+          .status
+        == 200);
+  CHECK(f.rig.transport->depth("billing_error") == 0);
+}
+
 TEST_CASE("with the token, replaying a group sends its messages back to be handled, and purging "
           "deletes them",
           "[dashboard][http]") {
