@@ -15,13 +15,18 @@ using sweeper = caf::stateful_actor<outbox_sweeper_state>;
 const outbox_options& options_of(sweeper* self) { return self->state.rt->definition().outbox; }
 message_store& store_of(sweeper* self) { return *self->state.rt->definition().store; }
 
-// A stored send that no longer reads, kept on the error queue of the
-// endpoint that stored it, with the reason: an operator can see it, and
-// the sweep goes on. Its message id names the record it came from.
-void unreadable_to_error_queue(sweeper* self, const orphan& o, std::size_t position,
-                               const std::string& row, const std::string& why) {
-  const auto& rt = *self->state.rt;
-  envelope copy;
+// A stored send that no longer reads (a record of another version, a
+// corrupt row), as a message for the error queue of the endpoint that
+// stored it, with the reason: an operator can see it, and the sweep goes
+// on. Its message id names the record it came from. It is one of the
+// record's sends: the record is marked (and its rows deleted) only once
+// the error queue has it, and released for a later sweep if it refuses.
+outgoing_message unreadable_for_error_queue(const endpoint_runtime& rt, const orphan& o,
+                                            std::size_t position, const std::string& row,
+                                            const std::string& why) {
+  outgoing_message out;
+  out.queue = rt.definition().error_queue;
+  auto& copy = out.message;
   copy.message_id = o.key.message_id + ".outbox." + std::to_string(position + 1);
   copy.message_type = "bus.unreadable_outbox_row";
   copy.sent_at = rt.now();
@@ -31,14 +36,10 @@ void unreadable_to_error_queue(sweeper* self, const orphan& o, std::size_t posit
   copy.headers.set(header::fault_exception_type, "bus::message_deserialization_error");
   copy.headers.set(header::fault_endpoint, o.key.endpoint);
   copy.headers.set(header::fault_at, to_iso8601(rt.now()));
-  auto queue = o.key.endpoint + "_error";
   rt.log().outbox->error("the stored send {} of message {} on endpoint '{}' cannot be read ({}); "
                          "moving it to '{}'",
-                         position + 1, o.key.message_id, o.key.endpoint, why, queue);
-  rt.transport().async_send(queue, std::move(copy), [log = rt.log().outbox](result<void> sent) {
-    if (!sent)
-      log->error("cannot keep an unreadable stored send: {}", to_string(sent.error()));
-  });
+                         position + 1, o.key.message_id, o.key.endpoint, why, out.queue);
+  return out;
 }
 
 // The sends of one claimed record are all answered.
@@ -67,10 +68,8 @@ void send_orphan(sweeper* self, orphan o) {
   std::vector<outgoing_message> sends;
   for (std::size_t i = 0; i < o.stored.size(); ++i) {
     auto out = decode_outgoing(o.stored[i]);
-    if (out)
-      sends.push_back(std::move(*out));
-    else
-      unreadable_to_error_queue(self, o, i, o.stored[i], out.error().message);
+    sends.push_back(out ? std::move(*out)
+                        : unreadable_for_error_queue(rt, o, i, o.stored[i], out.error().message));
   }
   rt.log().outbox->warn("sending {} message(s) that message {} on endpoint '{}' stored and a "
                         "process that is gone never sent",
@@ -112,10 +111,16 @@ void sweep(sweeper* self) {
   const auto& rt = *self->state.rt;
   const auto& o = options_of(self);
   auto now = rt.now();
-  if (auto renewed = store_of(self).renew_lease(now + 3 * o.sweep_interval); !renewed)
-    rt.log().outbox->warn("cannot renew the outbox's lease for endpoint '{}' ({})", rt.name(),
-                          to_string(renewed.error()));
-  auto claimed = store_of(self).claim_orphans(now, o.sweep_batch);
+  if (auto renewed = store_of(self).renew_lease(now + 3 * o.sweep_interval); !renewed) {
+    // The store is away or silent: the rest of the sweep would wait out
+    // its deadlines again, call by call, and hold up a stop behind them.
+    rt.log().outbox->warn("cannot renew the outbox's lease for endpoint '{}' ({}); sweeping again "
+                          "in {}",
+                          rt.name(), to_string(renewed.error()), to_hms(o.sweep_interval));
+    self->delayed_send(self, o.sweep_interval, sweep_atom::value);
+    return;
+  }
+  auto claimed = store_of(self).claim_orphans(rt.name(), now, o.sweep_batch);
   if (!claimed)
     rt.log().outbox->warn("cannot look for orphaned sends in the outbox of endpoint '{}' ({})",
                           rt.name(), to_string(claimed.error()));

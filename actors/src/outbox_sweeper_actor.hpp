@@ -8,7 +8,8 @@
 // stored messages through the transport's asynchronous calls and, once all
 // of a record's are out, marks it dispatched; a record whose sends failed
 // is released for a later sweep. A stored send that no longer reads goes to
-// the endpoint's error queue with the reason, and blocks nothing else.
+// the endpoint's error queue with the reason, as one of its record's sends
+// (the record stays until that queue has it), and blocks nothing else.
 // Records of a live process are never claimed (message_store.hpp). The
 // store's calls block: a thread of its own, inline on the test coordinator.
 // (stop_atom) -> ok_atom, then it quits.

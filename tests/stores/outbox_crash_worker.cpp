@@ -217,8 +217,8 @@ int run(const std::string& endpoint, const std::string& type, const std::string&
     });
   });
   b.endpoint(next, [&](bus::endpoint_builder& e) {
-    // The same store: whichever endpoint's sweeper takes orphans, it counts
-    // (the receiver itself never marks: it sends nothing).
+    // The same store; each endpoint's sweeper claims its own orphans only,
+    // and the receiver leaves none (it sends nothing).
     e.slots(4).outbox(upstream_store, options).handle<order>([](const order& m,
                                                                bus::handler_context& ctx) {
       record(ctx, "next_effects", m.id);

@@ -12,6 +12,8 @@
 #include "bus/sqlite_store.hpp"
 #include "bus/testing/harness.hpp"
 #include "stores/sqlite_reader.hpp"
+#include "support/caf_fixture.hpp"
+#include "support/refusing_transport.hpp"
 #include "support/sample_messages.hpp"
 #include "support/scratch_directory.hpp"
 
@@ -36,16 +38,22 @@ struct billing {
   std::shared_ptr<bus::sqlite_store> store;
   std::shared_ptr<int> runs = std::make_shared<int>(0);
   int fail_first = 0;
+  std::string error_queue{};                // empty: the default, billing_error
+  std::shared_ptr<bus::transport> through{}; // null: the harness's transport
 
   bus::message_bus& start(bus::testing::harness& h,
                           bus::duration retry_delay = 0ms) {
     auto b = h.builder();
+    if (through)
+      b.transport(through);
     b.message<order_placed>("order_placed")
       .message<invoice_requested>("invoice_requested")
       .add_resilience([=](auto& p) {
         p.on_any().retry({retry_delay, retry_delay}).jitter(false).then_redeliver({1min}).jitter(false);
       })
       .endpoint("billing", [&](bus::endpoint_builder& e) {
+        if (!error_queue.empty())
+          e.error_queue(error_queue);
         e.outbox(store).handle<order_placed>(
           [runs = runs, fail_first = fail_first](const order_placed& m, bus::handler_context& ctx) {
             auto* db = ctx.transaction<bus::sqlite_transaction>().connection();
@@ -369,6 +377,52 @@ TEST_CASE("outbox: a stored send the sweeper cannot read goes to its endpoint's 
   CHECK_THAT(std::string(*why), Catch::Contains("not a JSON object"));
   REQUIRE(h.queue("invoices").size() == 1);
   CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+}
+
+TEST_CASE("outbox, a stored send deleted without trace: an unreadable one goes to the endpoint's "
+          "own error queue, and its record stays stored until that queue has it") {
+  billing_db f;
+  auto dead = other_process(f, 1s);
+  leave_stored(*dead, "m-6", {"{\"version\": 99}", stored_invoice("invoice-of-m-6")});
+  bus::testing::harness h;
+  REQUIRE(h.transport().declare_queue("billing_failures"));
+  auto refusing = std::make_shared<bus::test::refusing_transport>(h.transport(), "billing_failures",
+                                                                  1 << 20);
+  refusing->out_of_reach = 1; // the first sweep's send to the error queue is refused
+  billing billing{f.store};
+  billing.error_queue = "billing_failures";
+  billing.through = refusing;
+  billing.start(h);
+  h.advance(10s); // the sweep that claims the record: the error queue refuses
+  CHECK(refusing->refused == 1);
+  CHECK(h.queue("billing_failures").empty());
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox WHERE message_id = 'm-6'") == 2);
+  h.advance(10s); // the next sweep: the error queue takes it
+  auto kept = h.queue("billing_failures");
+  REQUIRE(kept.size() == 1);
+  CHECK(kept[0]->message_id == "m-6.outbox.1");
+  CHECK(*kept[0]->body.to_json_text() == "{\"version\": 99}");
+  CHECK(h.queue("billing_error").empty());
+  CHECK(f.db.number("SELECT count(*) FROM bus_outbox") == 0);
+  CHECK(h.queue("invoices").size() >= 1); // at least once: again after the refusal
+}
+
+TEST_CASE("outbox, a lease kept from open(): start() itself shortens the store's lease to three "
+          "sweep intervals, so a process killed before its sweeper's first turn leaves its sends "
+          "to another's sweep that soon, not a minute after open()") {
+  billing_db f;
+  bus::test::caf_fixture process; // on the test coordinator: nothing runs unless driven
+  auto b = process.builder();
+  b.endpoint("billing", [&](bus::endpoint_builder& e) {
+    e.outbox(f.store).handle<order_placed>([](const order_placed&, bus::handler_context&) {});
+  });
+  auto built = b.build();
+  REQUIRE(built);
+  auto started_at = std::chrono::system_clock::now();
+  REQUIRE((*built)->start()); // and killed here: no actor of it has run
+  auto expires = bus::from_unix_ms(f.db.number("SELECT max(expires_at) FROM bus_store_owners"));
+  CHECK(expires <= started_at + 3 * 10s + 2s); // three sweep intervals of 10 s, and slack
+  CHECK(expires >= started_at + 3 * 10s - 2s);
 }
 
 TEST_CASE("outbox session: the caller's row and its sends commit together, then go out") {

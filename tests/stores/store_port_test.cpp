@@ -215,21 +215,42 @@ TEST_CASE(BUS_STORE_NAME ": a sweeper claims the sends of a store whose lease en
   REQUIRE(a->release({"billing", "m-2"}));
   store_sends(*b, "m-3", {"b1"});
 
-  auto claimed = b->claim_orphans(now, 10); // a is alive: only what it gave up
+  auto claimed = b->claim_orphans("billing", now, 10); // a is alive: only what it gave up
   REQUIRE(claimed);
   REQUIRE(claimed->size() == 1);
   CHECK((*claimed)[0].key.message_id == "m-2");
   CHECK((*claimed)[0].stored == std::vector<std::string>{"x"});
 
-  auto later = b->claim_orphans(now + 20s, 10); // a's lease has ended
+  auto later = b->claim_orphans("billing", now + 20s, 10); // a's lease has ended
   REQUIRE(later);
   REQUIRE(later->size() == 1);
   CHECK((*later)[0].key == bus::inbox_key{"billing", "m-1"});
   CHECK((*later)[0].stored == std::vector<std::string>{"a1", "a2"});
 
-  CHECK(b->claim_orphans(now + 20s, 10)->empty()); // b's own now, and b lives
-  CHECK(a->claim_orphans(now + 20s, 10)->empty()); // b's lease holds, m-3 is b's
-  CHECK(a->claim_orphans(now + 2h, 10)->size() == 3); // b is gone too: everything
+  CHECK(b->claim_orphans("billing", now + 20s, 10)->empty()); // b's own now, and b lives
+  CHECK(a->claim_orphans("billing", now + 20s, 10)->empty()); // b's lease holds, m-3 is b's
+  CHECK(a->claim_orphans("billing", now + 2h, 10)->size() == 3); // b is gone too: everything
+}
+
+TEST_CASE(BUS_STORE_NAME ": a sweeper claims only its own endpoint's orphans: another endpoint's "
+          "on the same database wait for that endpoint's sweeper") {
+  store_backend backend;
+  auto gone = backend.open();
+  REQUIRE(gone->renew_lease(now + 10s));
+  for (const char* endpoint : {"billing", "shipping"}) {
+    auto e = gone->receive({endpoint, "m-1"}, now);
+    REQUIRE(e);
+    REQUIRE(e->transaction->commit({std::string("send of ") + endpoint}));
+  }
+  auto sweeper = backend.open();
+  auto billing = sweeper->claim_orphans("billing", now + 1h, 10);
+  REQUIRE(billing);
+  REQUIRE(billing->size() == 1);
+  CHECK((*billing)[0].key == bus::inbox_key{"billing", "m-1"});
+  auto shipping = sweeper->claim_orphans("shipping", now + 1h, 10);
+  REQUIRE(shipping);
+  REQUIRE(shipping->size() == 1);
+  CHECK((*shipping)[0].stored == std::vector<std::string>{"send of shipping"});
 }
 
 TEST_CASE(BUS_STORE_NAME ": tables a later bus wrote are refused when the store opens") {

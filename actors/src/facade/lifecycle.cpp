@@ -58,6 +58,16 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
         if (auto ok = t.subscribe(def.name, nservicebus::exchange_of(type)); !ok)
           return ok.error();
   }
+  // An outbox's records are this process's under its store's lease: a
+  // minute from open(), then three sweep intervals, renewed at each sweep.
+  // Renewed here, before the first delivery, not at the sweeper's first
+  // turn: a process killed in between would keep its stored sends from
+  // every other sweeper for the whole minute.
+  if (def.store)
+    if (auto leased = def.store->renew_lease(clock() + 3 * def.outbox.sweep_interval); !leased)
+      log.outbox->warn("cannot renew the outbox's lease for endpoint '{}' at its start ({}); its "
+                        "sweeper tries again",
+                        def.name, to_string(leased.error()));
   log_policies(def);
   auto run = std::make_shared<detail::endpoint_run>();
   auto budget = detail::budget_for(def, options, budgets);

@@ -28,8 +28,9 @@ public:
     return inner_->clean(endpoint, dispatched_before, batch);
   }
   result<void> renew_lease(time_point until) override { return inner_->renew_lease(until); }
-  result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) override {
-    return inner_->claim_orphans(now, limit);
+  result<std::vector<orphan>> claim_orphans(const std::string& endpoint, time_point now,
+                                            std::size_t limit) override {
+    return inner_->claim_orphans(endpoint, now, limit);
   }
   result<void> release(const inbox_key& key) override { return inner_->release(key); }
   result<std::vector<outbox_backlog>> backlog() override { return inner_->backlog(); }

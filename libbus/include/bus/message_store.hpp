@@ -133,12 +133,16 @@ public:
   // it at start, before any delivery, and at every sweep. May block.
   virtual result<void> renew_lease(time_point until) = 0;
 
-  // Claims at most `limit` records whose sends are not all out and whose
-  // owner's lease ended before `now`, or whose owner released them: they
-  // are this store's from now on, and another sweeper does not take them
-  // while its lease holds. Records of a live owner are never claimed: its
-  // handler may be sending them right now. May block.
-  virtual result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) = 0;
+  // Claims at most `limit` records of `endpoint` whose sends are not all
+  // out and whose owner's lease ended before `now`, or whose owner
+  // released them: they are this store's from now on, and another sweeper
+  // does not take them while its lease holds. Records of a live owner are
+  // never claimed: its handler may be sending them right now. Only the
+  // endpoint's own: services that share a database need not share a
+  // broker, and an endpoint's sweeper sends through its own transport and
+  // keeps what does not read on its own error queue. May block.
+  virtual result<std::vector<orphan>> claim_orphans(const std::string& endpoint, time_point now,
+                                                    std::size_t limit) = 0;
 
   // Gives up the stored sends of `key` (they could not be sent): the next
   // sweep of any process, this one's included, claims them. May block.

@@ -94,7 +94,7 @@ constexpr std::array<statement_text, 14> statements{{
   // SKIP LOCKED: two sweepers claiming at once take different records.
   {pg_statement::claim_orphans, "bus_claim_orphans",
    "UPDATE bus_inbox AS i SET owner = $1 FROM (SELECT endpoint, message_id FROM bus_inbox AS c "
-   "WHERE dispatched_at IS NULL AND owner <> $1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
+   "WHERE endpoint = $4 AND dispatched_at IS NULL AND owner <> $1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
    "bus_store_owners AS o WHERE o.owner = c.owner AND o.expires_at >= $2::bigint)) "
    "LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS picked "
    "WHERE i.endpoint = picked.endpoint AND i.message_id = picked.message_id "

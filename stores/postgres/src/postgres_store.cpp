@@ -203,7 +203,8 @@ result<void> postgres_store::renew_lease(time_point until) {
   return {};
 }
 
-result<std::vector<orphan>> postgres_store::claim_orphans(time_point now, std::size_t limit) {
+result<std::vector<orphan>> postgres_store::claim_orphans(const std::string& endpoint,
+                                                          time_point now, std::size_t limit) {
   auto taken = pool_->take();
   if (!taken)
     return taken.error();
@@ -219,7 +220,7 @@ result<std::vector<orphan>> postgres_store::claim_orphans(time_point now, std::s
   if (auto r = c.exec("BEGIN"); !succeeded(r))
     return fail("cannot begin a transaction", r);
   auto claimed =
-    c.run(pg_statement::claim_orphans, {pool_->owner, ms(now), std::to_string(limit)});
+    c.run(pg_statement::claim_orphans, {pool_->owner, ms(now), std::to_string(limit), endpoint});
   if (!succeeded(claimed))
     return fail("cannot claim orphaned sends", claimed);
   std::vector<orphan> found;

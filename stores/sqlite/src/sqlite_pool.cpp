@@ -153,8 +153,8 @@ result<std::unique_ptr<sqlite_connection>> sqlite_pool::take() {
                        "INSERT INTO bus_store_owners (owner, expires_at) VALUES (?1, ?2) "
                        "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at")
             && prepare(c->orphans,
-                       "SELECT endpoint, message_id FROM bus_inbox AS i WHERE dispatched_at IS "
-                       "NULL AND owner <> ?1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
+                       "SELECT endpoint, message_id FROM bus_inbox AS i WHERE endpoint = ?4 AND "
+                       "dispatched_at IS NULL AND owner <> ?1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
                        "bus_store_owners AS o WHERE o.owner = i.owner AND o.expires_at >= ?2)) "
                        "LIMIT ?3")
             && prepare(c->claim, "UPDATE bus_inbox SET owner = ?3 WHERE endpoint = ?1 AND "

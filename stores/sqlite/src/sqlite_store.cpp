@@ -199,7 +199,8 @@ result<void> sqlite_store::renew_lease(time_point until) {
   return {};
 }
 
-result<std::vector<orphan>> sqlite_store::claim_orphans(time_point now, std::size_t limit) {
+result<std::vector<orphan>> sqlite_store::claim_orphans(const std::string& endpoint,
+                                                        time_point now, std::size_t limit) {
   auto taken = pool_->take();
   if (!taken)
     return taken.error();
@@ -218,6 +219,7 @@ result<std::vector<orphan>> sqlite_store::claim_orphans(time_point now, std::siz
   bind(stmt, 1, pool_->owner);
   sqlite3_bind_int64(stmt, 2, to_unix_ms(now));
   sqlite3_bind_int64(stmt, 3, static_cast<long long>(limit));
+  bind(stmt, 4, endpoint);
   int rc = 0;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     auto text = [&](int column) {

@@ -78,7 +78,8 @@ public:
   result<std::size_t> clean(const std::string& endpoint, time_point dispatched_before,
                             std::size_t batch) override;
   result<void> renew_lease(time_point until) override;
-  result<std::vector<orphan>> claim_orphans(time_point now, std::size_t limit) override;
+  result<std::vector<orphan>> claim_orphans(const std::string& endpoint, time_point now,
+                                            std::size_t limit) override;
   result<void> release(const inbox_key& key) override;
   result<std::vector<outbox_backlog>> backlog() override;
   result<std::optional<std::uint64_t>> stream_offset(const std::string& reader,
