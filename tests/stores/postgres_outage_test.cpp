@@ -12,12 +12,14 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <future>
 
 #include "bus/postgres_store.hpp"
 #include "stores/postgres_server.hpp"
 #include "support/eventually.hpp"
 #include "support/handler_gate.hpp"
 #include "support/real_threads_bus.hpp"
+#include "support/tcp_relay.hpp"
 
 using namespace std::chrono_literals;
 using bus::test::order_placed;
@@ -141,4 +143,51 @@ TEST_CASE("outbox: PostgreSQL crashing mid-run trips the database's breaker, and
   CHECK(db.number("SELECT count(*) FROM bus_inbox WHERE dispatched_at IS NULL") == 0);
   CHECK(rig.transport->depth("orders_error") == 0);
   CHECK(rig.transport->depth("invoices_error") == 0);
+}
+
+TEST_CASE("outbox, stop() hangs on a silent PostgreSQL: an attempt fails within the store's "
+          "response timeout, and stop() returns within the drain timeout and the store's "
+          "deadlines, the message back on its queue") {
+  bus::test::real_threads_bus rig; // declared first, so that it goes last: see the relay
+  bus::test::postgres_server server;
+  auto database = server.fresh_database();
+  // Destroyed before the rig: closing its connections ends any wait in
+  // libpq that the bus failed to bound, so a failing test still ends.
+  bus::test::tcp_relay relay(bus::test::tcp_relay::unix_socket{server.socket_path()});
+  bus::postgres_store_settings settings{
+    database + " host=127.0.0.1 port=" + std::to_string(relay.port()), 200ms, 2s};
+  settings.response_timeout = 1s;
+  auto opened = bus::postgres_store::open(settings);
+  REQUIRE(opened);
+  std::shared_ptr<bus::message_store> store = *opened;
+
+  auto b = rig.builder();
+  if (std::getenv("BUS_TEST_LOG"))
+    b.log_sinks({std::make_shared<spdlog::sinks::stderr_sink_mt>()});
+  b.add_resilience([](bus::policy_builder& p) {
+    p.on_any().retry(1000, 100ms, bus::backoff::constant).jitter(false);
+  });
+  b.endpoint("orders", [&](bus::endpoint_builder& e) {
+    e.slots(1).drain_timeout(1s).outbox(store).handle<order_placed>(
+      [](const order_placed&, bus::handler_context&) {});
+  });
+  auto bus = rig.build(b);
+  REQUIRE(bus->start());
+  REQUIRE(bus->send("orders", order_placed{"o-1", 1}));
+  REQUIRE(bus::test::eventually([&] { return bus->stats("orders")->handled == 1; }, 30s));
+
+  relay.pause(); // the server goes silent; its connections stay open
+  REQUIRE(bus->send("orders", order_placed{"o-2", 1}));
+  CHECK(bus::test::eventually([&] { return bus->stats("orders")->failed_attempts >= 1; }, 10s));
+
+  // The bound: the drain timeout, then the store call a consumer or the
+  // sweeper is in (a statement's 1 s, or a new connection's 2 s), and a
+  // loaded machine's slack.
+  auto stopping = std::async(std::launch::async, [&] { bus->stop(); });
+  bool returned = stopping.wait_for(1s + 2s + 4s) == std::future_status::ready;
+  relay.resume(); // a stop that did not return may end now
+  stopping.wait();
+  CHECK(returned);
+  CHECK(bus->stats("orders")->handled == 1);
+  CHECK(rig.transport->depth("orders") == 1); // o-2, for the next run
 }

@@ -98,6 +98,19 @@ public:
   // The connection string of the server's "postgres" database.
   [[nodiscard]] std::string conninfo() const { return postgres_env(dir_, "BUS_POSTGRES_CONNINFO"); }
 
+  // The Unix socket the server listens on (it has no TCP port): a relay's
+  // upstream (support/tcp_relay.hpp).
+  [[nodiscard]] std::string socket_path() const {
+    auto info = conninfo();
+    auto word = [&](const std::string& key) {
+      auto at = info.find(key + "=");
+      REQUIRE(at != std::string::npos);
+      auto from = at + key.size() + 1;
+      return info.substr(from, info.find(' ', from) - from);
+    };
+    return word("host") + "/.s.PGSQL." + word("port");
+  }
+
   // Creates a database no other test uses and returns its connection string.
   [[nodiscard]] std::string fresh_database() const {
     static std::atomic<unsigned> counter{0};

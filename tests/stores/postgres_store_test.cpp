@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "stores/postgres_backend.hpp"
+#include "support/tcp_relay.hpp"
 
 using namespace std::chrono_literals;
 using bus::inbox_state;
@@ -153,4 +154,50 @@ TEST_CASE("postgresql: a store opening beside transactions that write the inbox 
   REQUIRE(one->transaction->commit({}));
   REQUIRE(two->transaction->commit({}));
   REQUIRE(attempt->transaction->commit({}));
+}
+
+TEST_CASE("postgresql, a silent network: a statement that gets no answer fails as a store_error "
+          "within the response timeout, and the store works again once the server answers") {
+  postgres_server server;
+  auto database = server.fresh_database();
+  bus::test::tcp_relay relay(bus::test::tcp_relay::unix_socket{server.socket_path()});
+  // Later keywords win: the relay's TCP port instead of the server's socket.
+  auto through_relay = database + " host=127.0.0.1 port=" + std::to_string(relay.port());
+  bus::postgres_store_settings settings{through_relay, 200ms, 2s};
+  settings.response_timeout = 1s;
+  auto opened = bus::postgres_store::open(settings);
+  REQUIRE(opened);
+  auto store = *opened;
+  auto first = store->receive({"billing", "m-1"}, fixed_now);
+  REQUIRE(first);
+  REQUIRE(first->transaction->commit({}));
+
+  relay.pause(); // the connections stay open; nothing comes back
+  auto asked = std::chrono::steady_clock::now();
+  auto silent = store->receive({"billing", "m-2"}, fixed_now);
+  auto waited = std::chrono::steady_clock::now() - asked;
+  REQUIRE_FALSE(silent);
+  CHECK(silent.error().code == bus::errc::store_failure);
+  CHECK_THAT(silent.error().message,
+             Catch::Contains("no answer from the server within 00:00:01")
+               && Catch::Contains("response_timeout"));
+  CHECK(waited >= 1s);
+  CHECK(waited < 1s + 3s); // the deadline, and a loaded machine's slack
+
+  relay.resume();
+  auto back = store->receive({"billing", "m-2"}, fixed_now);
+  INFO((back ? "" : back.error().message));
+  REQUIRE(back);
+  CHECK(back->state == inbox_state::first);
+  REQUIRE(back->transaction->commit({}));
+}
+
+TEST_CASE("postgresql: a response timeout that could cut a lock wait short is refused") {
+  bus::postgres_store_settings settings{"host=/nowhere dbname=orders", 10s, 2s};
+  settings.response_timeout = 10s;
+  auto store = bus::postgres_store::open(settings);
+  REQUIRE_FALSE(store);
+  CHECK(store.error().code == bus::errc::invalid_configuration);
+  CHECK_THAT(store.error().message,
+             Catch::Contains("response timeout (00:00:10) must be longer than its lock timeout"));
 }

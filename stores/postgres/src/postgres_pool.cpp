@@ -1,6 +1,10 @@
 #include "postgres_pool.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -135,22 +139,96 @@ std::string seconds_of(duration d) {
 } // namespace
 
 pg_result postgres_connection::run(pg_statement s,
-                                   std::initializer_list<std::string_view> params) const {
+                                   std::initializer_list<std::string_view> params) {
+  if (broken())
+    return {};
   // libpq reads text parameters up to their NUL.
   std::vector<std::string> owned(params.begin(), params.end());
   std::vector<const char*> values;
   values.reserve(owned.size());
   for (const auto& p : owned)
     values.push_back(p.c_str());
-  return pg_result(PQexecPrepared(conn, name_of(s), static_cast<int>(values.size()),
-                                  values.data(), nullptr, nullptr, 0));
+  return await_answer(PQsendQueryPrepared(conn, name_of(s), static_cast<int>(values.size()),
+                                          values.data(), nullptr, nullptr, 0)
+                      == 1);
 }
 
-pg_result postgres_connection::exec(const char* sql) const { return pg_result(PQexec(conn, sql)); }
+pg_result postgres_connection::exec(const char* sql) {
+  if (broken())
+    return {};
+  return await_answer(PQsendQuery(conn, sql) == 1);
+}
 
-void postgres_connection::roll_back() const noexcept {
-  if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
-    PQclear(PQexec(conn, "ROLLBACK"));
+pg_result postgres_connection::prepare(const char* name, const char* sql) {
+  if (broken())
+    return {};
+  return await_answer(PQsendPrepare(conn, name, sql, 0, nullptr) == 1);
+}
+
+pg_result postgres_connection::await_answer(bool sent) {
+  if (!sent)
+    return {}; // PQerrorMessage says why
+  using steady = std::chrono::steady_clock;
+  const auto deadline = steady::now() + response_timeout;
+  // Waits until the socket can take `events`; false once the deadline passed.
+  auto ready = [&](short events) {
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+      if (left.count() <= 0)
+        return false;
+      pollfd p{PQsocket(conn), events, 0};
+      int n = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1 << 30)));
+      if (n > 0)
+        return true;
+      if (n < 0 && errno != EINTR)
+        return true; // libpq's next call reports the socket's error
+    }
+  };
+  // The statement out: libpq's nonblocking mode may hold part of it.
+  for (int left; (left = PQflush(conn)) != 0;) {
+    if (left < 0)
+      return {};
+    if (!ready(POLLIN | POLLOUT))
+      return abandon("the statement could not be sent");
+    if (PQconsumeInput(conn) == 0)
+      return {};
+  }
+  // Its results, up to the null that ends them; the first failure wins,
+  // as PQexec reports it.
+  pg_result answer;
+  for (;;) {
+    while (PQisBusy(conn) == 1) {
+      if (!ready(POLLIN))
+        return abandon("no answer");
+      if (PQconsumeInput(conn) == 0)
+        return answer ? std::move(answer) : pg_result{}; // the connection broke
+    }
+    pg_result next(PQgetResult(conn));
+    if (!next)
+      return answer;
+    if (!answer || PQresultStatus(answer.get()) != PGRES_FATAL_ERROR)
+      answer = std::move(next);
+  }
+}
+
+pg_result postgres_connection::abandon(const char* why) {
+  // The server went silent (a failover, a partition, a proxy that hangs):
+  // closed now, so that nothing waits on it again. Nonblocking, PQfinish's
+  // goodbye to the server cannot block either.
+  abandoned = std::string(why) + " from the server within " + to_hms(response_timeout)
+              + " (the store's response_timeout); the connection is closed";
+  PQfinish(conn);
+  conn = nullptr;
+  return {};
+}
+
+bool postgres_connection::broken() const noexcept {
+  return conn == nullptr || PQstatus(conn) != CONNECTION_OK;
+}
+
+void postgres_connection::roll_back() noexcept {
+  if (!broken() && PQtransactionStatus(conn) != PQTRANS_IDLE)
+    (void)exec("ROLLBACK");
 }
 
 bool succeeded(const pg_result& r) noexcept {
@@ -163,9 +241,10 @@ postgres_pool::postgres_pool(postgres_store_settings s, std::string l)
 
 error postgres_pool::failure(const postgres_connection& c, std::string_view what,
                              const pg_result& r) const {
-  std::string reason = r && PQresultErrorMessage(r.get())[0] != '\0'
-                         ? PQresultErrorMessage(r.get())
-                         : PQerrorMessage(c.conn);
+  std::string reason = !c.abandoned.empty()                               ? c.abandoned
+                       : r && PQresultErrorMessage(r.get())[0] != '\0' ? PQresultErrorMessage(r.get())
+                       : c.conn != nullptr                               ? PQerrorMessage(c.conn)
+                                                                         : "";
   while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' '))
     reason.pop_back();
   std::string out = label + ": ";
@@ -185,15 +264,27 @@ result<std::unique_ptr<postgres_connection>> postgres_pool::take() {
     }
   }
   auto c = std::make_unique<postgres_connection>();
+  c->response_timeout = settings.response_timeout;
   // The caller's string comes last so that it overrides these defaults.
+  // Keepalives and the TCP user timeout end a connection whose packets go
+  // unanswered (a partition), the handler's own blocking statements too;
+  // over a Unix socket libpq ignores them.
   auto timeout = seconds_of(settings.connect_timeout);
-  const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), "bus", settings.conninfo.c_str(), nullptr};
+  auto user_timeout = std::to_string(
+    std::chrono::duration_cast<std::chrono::milliseconds>(settings.response_timeout).count());
+  const char* keys[] = {"connect_timeout", "application_name", "keepalives", "keepalives_idle",
+                        "keepalives_interval", "keepalives_count", "tcp_user_timeout", "dbname",
+                        nullptr};
+  const char* values[] = {timeout.c_str(), "bus", "1", "10", "5", "3", user_timeout.c_str(),
+                          settings.conninfo.c_str(), nullptr};
   c->conn = PQconnectdbParams(keys, values, 1);
   if (c->conn == nullptr)
     return error{errc::store_failure, label + ": cannot connect: out of memory"};
   if (PQstatus(c->conn) != CONNECTION_OK)
     return failure(*c, "cannot connect");
+  // The bus's statements wait with deadlines of their own (await_answer).
+  if (PQsetnonblocking(c->conn, 1) != 0)
+    return failure(*c, "cannot make the connection nonblocking");
   auto session = "SET client_min_messages = warning; SET lock_timeout = "
                  + std::to_string(
                    std::chrono::duration_cast<std::chrono::milliseconds>(settings.lock_timeout)
@@ -206,12 +297,12 @@ result<std::unique_ptr<postgres_connection>> postgres_pool::take() {
     schema_checked.store(true, std::memory_order_release);
   }
   for (const auto& s : statements)
-    if (pg_result prepared(PQprepare(c->conn, s.name, s.sql, 0, nullptr)); !succeeded(prepared))
+    if (auto prepared = c->prepare(s.name, s.sql); !succeeded(prepared))
       return failure(*c, "cannot prepare the bus's statements", prepared);
   return c;
 }
 
-result<void> postgres_pool::check_schema(const postgres_connection& c) const {
+result<void> postgres_pool::check_schema(postgres_connection& c) const {
   // Only when missing: CREATE INDEX IF NOT EXISTS takes a SHARE lock on its
   // table even when the index is there, so running the DDL on a database
   // in use would wait behind every open transaction that writes the inbox,
@@ -243,7 +334,7 @@ void postgres_pool::give_back(std::unique_ptr<postgres_connection> c) {
   // halfway, or a handler that began one of its own, ends here.
   c->roll_back();
   std::lock_guard lock(mutex);
-  if (PQstatus(c->conn) != CONNECTION_OK) {
+  if (c->broken()) {
     idle.clear();
     return;
   }

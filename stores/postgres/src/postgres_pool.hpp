@@ -1,6 +1,12 @@
 // libpq behind a thin RAII layer: a result, a connection with the bus's
 // statements prepared once, and a pool that lends a connection to one
 // thread at a time (each consumer thread runs its own attempt).
+//
+// Every statement of the bus has a deadline: it is sent with libpq's
+// asynchronous calls and its answer awaited with poll() for at most the
+// settings' response_timeout. A connection whose server did not answer in
+// time is closed at once and never lent again (its next answer, if one
+// came, would belong to a statement nobody waits for any more).
 #pragma once
 
 #include <atomic>
@@ -32,18 +38,34 @@ enum class pg_statement {
 
 struct postgres_connection {
   PGconn* conn = nullptr;
+  duration response_timeout{}; // how long a statement of the bus waits for its answer
+  // Why the connection was given up ("no answer within 30 s"); empty while
+  // it is usable. Once set, conn is closed (null).
+  std::string abandoned;
 
   postgres_connection() = default;
   postgres_connection(const postgres_connection&) = delete;
   postgres_connection& operator=(const postgres_connection&) = delete;
   ~postgres_connection() { PQfinish(conn); }
 
-  // Runs a prepared statement with text parameters.
-  pg_result run(pg_statement s, std::initializer_list<std::string_view> params) const;
-  // Runs SQL without parameters ("BEGIN", "COMMIT", "ROLLBACK").
-  pg_result exec(const char* sql) const;
+  // Runs a prepared statement with text parameters; null if it was not
+  // sent, the connection broke, or no answer came within response_timeout.
+  pg_result run(pg_statement s, std::initializer_list<std::string_view> params);
+  // Runs SQL without parameters ("BEGIN", "COMMIT", the schema), the same
+  // way; several statements give the first failure, else the last result.
+  pg_result exec(const char* sql);
+  // Prepares a statement, the same way.
+  pg_result prepare(const char* name, const char* sql);
   // Ends a transaction left open, if any; harmless on a broken connection.
-  void roll_back() const noexcept;
+  void roll_back() noexcept;
+  // The server closed it or it was abandoned: it must not be lent again.
+  [[nodiscard]] bool broken() const noexcept;
+
+private:
+  // Sends what libpq holds and collects the statement's results, each wait
+  // on the socket bounded by the deadline; `sent`: libpq took the statement.
+  pg_result await_answer(bool sent);
+  pg_result abandon(const char* why);
 };
 
 // True when `r` finished as a statement without rows or with rows should.
@@ -70,7 +92,7 @@ struct postgres_pool {
   void give_back(std::unique_ptr<postgres_connection> c);
 
   // Creates the bus's tables if they are missing, then checks their version.
-  [[nodiscard]] result<void> check_schema(const postgres_connection& c) const;
+  [[nodiscard]] result<void> check_schema(postgres_connection& c) const;
 
   // errc::store_failure: "<label>: <what>: <the server's message>".
   [[nodiscard]] error failure(const postgres_connection& c, std::string_view what,

@@ -18,7 +18,7 @@ namespace {
 std::string ms(time_point t) { return std::to_string(to_unix_ms(t)); }
 
 // Appends the stored sends of `key`, in send order; false on an error.
-bool read_stored(const postgres_connection& c, const inbox_key& key,
+bool read_stored(postgres_connection& c, const inbox_key& key,
                  std::vector<std::string>& out) {
   auto rows = c.run(pg_statement::stored_rows, {key.endpoint, key.message_id});
   if (!succeeded(rows))
@@ -103,6 +103,11 @@ result<std::shared_ptr<postgres_store>> postgres_store::open(postgres_store_sett
   if (settings.lock_timeout.count() < 0 || settings.connect_timeout.count() < 0)
     return error{errc::invalid_configuration,
                  "the PostgreSQL store's lock and connect timeouts must not be negative"};
+  if (settings.response_timeout <= settings.lock_timeout)
+    return error{errc::invalid_configuration,
+                 "the PostgreSQL store's response timeout (" + to_hms(settings.response_timeout)
+                   + ") must be longer than its lock timeout (" + to_hms(settings.lock_timeout)
+                   + "), which a statement may wait for a row lock"};
   auto label = detail::describe_conninfo(settings.conninfo);
   if (!label)
     return label.error();

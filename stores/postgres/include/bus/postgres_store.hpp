@@ -41,6 +41,17 @@ struct postgres_store_settings {
   duration lock_timeout = std::chrono::seconds(10);
   // How long opening a connection may take (a server that does not answer).
   duration connect_timeout = std::chrono::seconds(10);
+  // How long the bus waits for the server's answer to one of its own
+  // statements (the inbox record, the stored sends, the commit, a sweep's):
+  // a server or network that goes silent (a failover, a partition, a proxy
+  // that hangs) fails the attempt as a store_error within this time, and
+  // the connection is closed, never lent again. Longer than lock_timeout,
+  // which it must not cut short. The handler's own statements on
+  // connection() are libpq's blocking calls: the bus bounds them through
+  // TCP (keepalives, and tcp_user_timeout at this value, which end a
+  // connection whose packets go unanswered), not a server that holds the
+  // connection open and answers nothing (docs/outbox.md, "Deadlines").
+  duration response_timeout = std::chrono::seconds(30);
 };
 
 namespace detail {
