@@ -23,7 +23,7 @@ JOBS=${BUS_JOBS:-$(nproc)}
 PACKAGES=(cmake ninja-build g++ ccache git
           libcaf-dev nlohmann-json3-dev libspdlog-dev catch2
           librabbitmq-dev libcurl4-openssl-dev rabbitmq-server openssl
-          libsqlite3-dev libpq-dev postgresql-15
+          libsqlite3-dev libpq-dev libssl-dev postgresql-15
           prometheus-cpp-dev libcivetweb-dev curl
           clang libclang-rt-14-dev libxml2-utils
           chromium chromium-driver python3-selenium)

@@ -253,6 +253,44 @@ TEST_CASE(BUS_STORE_NAME ": a sweeper claims only its own endpoint's orphans: an
   CHECK((*shipping)[0].stored == std::vector<std::string>{"send of shipping"});
 }
 
+TEST_CASE(BUS_STORE_NAME ": a message id cut at a NUL byte: ids of any bytes and length are each "
+          "a record of their own, found again, and their sends are swept") {
+  store_backend b;
+  auto store = b.open();
+  REQUIRE(store->renew_lease(now + 10s));
+  using namespace std::string_literals;
+  const std::vector<std::string> ids{"p13\0first"s, "p13\0second"s, "p13"s,
+                                     std::string(10'000, 'x'), std::string(10'000, 'x') + "y",
+                                     "caf\xc3"s /* cut UTF-8 */, "caf\xc3\xa9"s};
+  auto send_of = [&](std::size_t i) { return "send " + std::to_string(i); };
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto e = store->receive({"billing", ids[i]}, now);
+    REQUIRE(e);
+    INFO("id " << i << ", of " << ids[i].size() << " bytes");
+    REQUIRE(e->state == inbox_state::first); // not taken for another id's copy
+    REQUIRE(e->transaction->commit({send_of(i)}));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto again = store->receive({"billing", ids[i]}, now);
+    REQUIRE(again);
+    CHECK(again->state == inbox_state::stored);
+    CHECK(again->stored == std::vector<std::string>{send_of(i)});
+  }
+  // Another process claims them once this one is gone, under the keys it
+  // marks them with.
+  auto other = b.open();
+  auto claimed = other->claim_orphans("billing", now + 2h, 100);
+  REQUIRE(claimed);
+  REQUIRE(claimed->size() == ids.size());
+  for (const auto& o : *claimed)
+    REQUIRE(other->mark_dispatched(o.key, now));
+  for (const auto& id : ids) {
+    auto done = store->receive({"billing", id}, now);
+    REQUIRE(done);
+    CHECK(done->state == inbox_state::dispatched);
+  }
+}
+
 TEST_CASE(BUS_STORE_NAME ": tables a later bus wrote are refused when the store opens") {
   store_backend b;
   (void)b.open();

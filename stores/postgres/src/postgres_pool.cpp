@@ -1,5 +1,6 @@
 #include "postgres_pool.hpp"
 
+#include <openssl/evp.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -366,6 +367,49 @@ result<std::string> describe_conninfo(const std::string& conninfo) {
   }
   PQconninfoFree(options);
   return "postgresql '" + (out.empty() ? std::string("libpq's defaults") : out) + "'";
+}
+
+namespace {
+
+bool is_utf8_without_nul(const std::string& s) {
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (c == 0 || length == 0 || i + length > s.size())
+      return false;
+    std::uint32_t point = length == 1 ? c : c & (0x7f >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+      auto next = static_cast<unsigned char>(s[i + k]);
+      if ((next >> 6) != 0x2)
+        return false;
+      point = (point << 6) | (next & 0x3f);
+    }
+    // Overlong forms, UTF-16 surrogates and points beyond Unicode are what
+    // PostgreSQL refuses too.
+    static constexpr std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (point < least[length] || (point >= 0xd800 && point <= 0xdfff) || point > 0x10ffff)
+      return false;
+    i += length;
+  }
+  return true;
+}
+
+} // namespace
+
+result<std::string> stored_message_id(const std::string& id) {
+  if (id.size() <= max_plain_id && is_utf8_without_nul(id))
+    return id;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(id.data(), id.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    return error{errc::store_failure, "OpenSSL cannot hash a message id with SHA-256"};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "bus-sha256:";
+  for (unsigned int i = 0; i < length; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0xf];
+  }
+  return out;
 }
 
 std::string text_array(const std::vector<std::string>& items) {

@@ -119,6 +119,18 @@ struct postgres_lease {
 // cannot parse it.
 result<std::string> describe_conninfo(const std::string& conninfo);
 
+// The message id as the bus's tables keep it. A message id is any bytes
+// (send_options::message_id, or what a foreign sender put in AMQP's
+// message-id), but a text column holds neither NUL nor bytes that are not
+// UTF-8, and a primary key's index entry at most about 2.7 kB; so an id
+// that is UTF-8 without NUL and at most max_plain_id bytes is kept as it
+// is, and any other as "bus-sha256:" and the hex SHA-256 of its bytes: two
+// distinct ids stay two records, and the same id finds its record again.
+// A kept form is kept again as it is. errc::store_failure only if OpenSSL
+// cannot hash (out of memory).
+inline constexpr std::size_t max_plain_id = 1024;
+[[nodiscard]] result<std::string> stored_message_id(const std::string& id);
+
 // A PostgreSQL text[] literal of `items`, for one INSERT of many rows.
 std::string text_array(const std::vector<std::string>& items);
 

@@ -29,6 +29,14 @@ bool read_stored(postgres_connection& c, const inbox_key& key,
   return true;
 }
 
+// `key` with its message id as the tables keep it (stored_message_id).
+result<inbox_key> stored(const inbox_key& key) {
+  auto id = detail::stored_message_id(key.message_id);
+  if (!id)
+    return id.error();
+  return inbox_key{key.endpoint, std::move(*id)};
+}
+
 // How many rows a statement changed.
 long long changed(const pg_result& r) { return std::atoll(PQcmdTuples(r.get())); }
 
@@ -132,7 +140,11 @@ postgres_store::postgres_store(std::shared_ptr<detail::postgres_pool> pool)
 
 postgres_store::~postgres_store() = default;
 
-result<inbox_entry> postgres_store::receive(const inbox_key& key, time_point now) {
+result<inbox_entry> postgres_store::receive(const inbox_key& given, time_point now) {
+  auto stored_key = stored(given);
+  if (!stored_key)
+    return stored_key.error();
+  const auto& key = *stored_key;
   auto taken = pool_->take();
   if (!taken)
     return taken.error();
@@ -169,7 +181,11 @@ result<inbox_entry> postgres_store::receive(const inbox_key& key, time_point now
   return entry;
 }
 
-result<void> postgres_store::mark_dispatched(const inbox_key& key, time_point now) {
+result<void> postgres_store::mark_dispatched(const inbox_key& given, time_point now) {
+  auto stored_key = stored(given);
+  if (!stored_key)
+    return stored_key.error();
+  const auto& key = *stored_key;
   auto taken = pool_->take();
   if (!taken)
     return taken.error();
@@ -239,7 +255,11 @@ result<std::vector<orphan>> postgres_store::claim_orphans(const std::string& end
   return found;
 }
 
-result<void> postgres_store::release(const inbox_key& key) {
+result<void> postgres_store::release(const inbox_key& given) {
+  auto stored_key = stored(given);
+  if (!stored_key)
+    return stored_key.error();
+  const auto& key = *stored_key;
   auto taken = pool_->take();
   if (!taken)
     return taken.error();
