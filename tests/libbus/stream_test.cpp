@@ -2,7 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <optional>
+#include <random>
+#include <set>
+#include <vector>
 
 TEST_CASE("a reader's offset moves only over messages settled in order") {
   bus::stream_position at;
@@ -82,4 +86,138 @@ TEST_CASE("a stream's retention must not be negative") {
   CHECK(validate(bus::stream_retention{1'000'000, std::chrono::hours(24)}).empty());
   CHECK(validate(bus::stream_retention{0, std::chrono::seconds(-1)})
         == "a stream's max age is -1 s; it must be positive, or zero for no limit");
+}
+
+namespace {
+
+// A reader of a stream as the runtime and a transport drive its position,
+// for the property below: deliveries come in offset order (with the
+// stream's gaps), up to `slots` in flight; each ends (handled, or failed
+// and moved to the error queue, or discarded: all final) in any order, and
+// the position's committed offset is saved after each. A lost connection
+// leaves the deliveries in flight to end as they would (nothing delivers
+// a stream's message again), and the reading goes on after the last one
+// read. A restart loses what was in flight and resumes after the saved
+// offset.
+struct stream_reader_model {
+  std::vector<std::uint64_t> stream; // the offsets the stream holds, increasing
+  std::size_t slots = 1;
+
+  std::optional<std::uint64_t> saved;
+  bus::stream_position position;
+  std::size_t next = 0;             // index into `stream` of the next delivery
+  std::vector<std::uint64_t> in_flight;
+  std::set<std::uint64_t> ended_here;  // ended since the last restart
+  std::map<std::uint64_t, int> reads;  // over every run
+  std::set<std::uint64_t> ended_ever;
+  std::set<std::uint64_t> read_here;   // read since the last restart
+
+  explicit stream_reader_model(std::vector<std::uint64_t> s, std::size_t k)
+    : stream(std::move(s)), slots(k) {}
+
+  bool can_read() const { return next < stream.size() && in_flight.size() < slots; }
+  void read() {
+    auto o = stream[next++];
+    REQUIRE(read_here.insert(o).second); // never twice in one run, across drops too
+    REQUIRE(position.read(o));
+    in_flight.push_back(o);
+    ++reads[o];
+  }
+  void end(std::size_t which) {
+    auto o = in_flight[which];
+    in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(which));
+    REQUIRE(position.settled(o));
+    ended_here.insert(o);
+    ended_ever.insert(o);
+    if (position.committed())
+      saved = position.committed();
+  }
+  void drop_connection() {
+    // The transport consumes again after the last offset read: `next`
+    // stays, and what is in flight ends later as it would have.
+  }
+  void restart() {
+    in_flight.clear();
+    ended_here.clear();
+    read_here.clear();
+    std::optional<std::uint64_t> resume;
+    if (saved)
+      resume = *saved + 1;
+    position = bus::stream_position(resume);
+    next = 0;
+    while (next < stream.size() && resume && stream[next] < *resume)
+      ++next;
+  }
+
+  // What the saved offset must be: the last offset of the stream below
+  // which every delivery of this run ended, counting everything before the
+  // point it resumed from as ended (the run before saved it so).
+  std::optional<std::uint64_t> expected_saved(std::optional<std::uint64_t> at_restart) const {
+    auto out = at_restart;
+    for (auto o : stream) {
+      if (at_restart && o <= *at_restart)
+        continue;
+      if (!ended_here.count(o))
+        break;
+      out = o;
+    }
+    return out;
+  }
+};
+
+} // namespace
+
+TEST_CASE("stream offsets, as a property: through random lost connections, failures and "
+          "restarts, the saved offset is the last below which every delivery ended, and only "
+          "what was read and not yet saved at a restart is read again") {
+  for (std::uint32_t seed = 1; seed <= 400; ++seed) {
+    std::mt19937 random(seed);
+    auto pick = [&](std::size_t n) {
+      return std::uniform_int_distribution<std::size_t>(0, n - 1)(random);
+    };
+    std::vector<std::uint64_t> offsets;
+    for (std::uint64_t o = pick(3); offsets.size() < 40; o += 1 + (pick(5) == 0 ? pick(4) : 0))
+      offsets.push_back(o); // gaps, as retention and chunk starts leave them
+    stream_reader_model reader(offsets, 1 + pick(4));
+    INFO("seed " << seed << ", " << reader.slots << " slot(s)");
+    auto saved_at_restart = reader.saved;
+    // Read and not yet saved at some restart: the only offsets that may be
+    // read more than once.
+    std::set<std::uint64_t> unsaved_at_a_restart;
+    auto read_next = [&] {
+      auto o = offsets[reader.next];
+      if (reader.reads.count(o) != 0)
+        CHECK(unsaved_at_a_restart.count(o) == 1);
+      reader.read();
+    };
+    int restarts_left = static_cast<int>(pick(4));
+    for (int step = 0; step < 400 && reader.ended_ever.size() < offsets.size(); ++step) {
+      auto what = pick(20);
+      if (what < 8 && reader.can_read()) {
+        read_next();
+      } else if (what < 17 && !reader.in_flight.empty()) {
+        reader.end(pick(reader.in_flight.size()));
+      } else if (what == 17) {
+        reader.drop_connection();
+      } else if (what == 18 && restarts_left > 0) {
+        --restarts_left;
+        for (const auto& [o, times] : reader.reads)
+          if (!reader.saved || o > *reader.saved)
+            unsaved_at_a_restart.insert(o);
+        reader.restart();
+        saved_at_restart = reader.saved;
+      }
+      CHECK(reader.saved == reader.expected_saved(saved_at_restart));
+    }
+    // The last run goes on until everything has ended.
+    while (reader.can_read() || !reader.in_flight.empty()) {
+      if (reader.can_read())
+        read_next();
+      else
+        reader.end(pick(reader.in_flight.size()));
+      CHECK(reader.saved == reader.expected_saved(saved_at_restart));
+    }
+    CHECK(reader.ended_ever.size() == offsets.size()); // nothing skipped
+    CHECK(reader.saved == offsets.back());
+  }
 }
