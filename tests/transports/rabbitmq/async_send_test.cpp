@@ -458,3 +458,31 @@ TEST_CASE("a stream offset that freezes: a stream's delivery stays settleable th
   CHECK(ids == std::vector<std::string>{"s-1", "s-2", "s-3"});
   CHECK(t->unsettled() == 0);
 }
+
+TEST_CASE("a silent broker: a consuming connection that hears nothing for two heartbeats is "
+          "given up and made again, and a message sent meanwhile arrives once the broker answers",
+          "[rabbitmq][reconnect]") {
+  tcp_relay relay(broker_port());
+  auto settings = through(relay);
+  settings.heartbeat = 2s;
+  auto t = bus::test::connect_transport(settings);
+  auto q = bus::test::unique_name("silent_consumer");
+  REQUIRE(t->declare_queue(q));
+  bus::test::delivery_collector got;
+  REQUIRE(t->consume(q, 1, got.handler()));
+
+  relay.pause(); // the connections stay open; nothing comes back, heartbeats included
+  auto paused = std::chrono::steady_clock::now();
+  REQUIRE(bus::test::eventually([&] { return !t->health().connected; }, 15s));
+  // Two heartbeats of silence (rabbitmq-c's rule), and a loaded machine's slack.
+  CHECK(std::chrono::steady_clock::now() - paused < 2 * 2s + 3s);
+  auto producer = bus::test::connect_transport();
+  REQUIRE(producer->send(q, sent_message("while-silent")));
+
+  relay.resume();
+  REQUIRE(got.wait_for(1, 30s));
+  CHECK(got.items()[0].message->message_id == "while-silent");
+  // Both connections come back (the publishing one after its own backoff).
+  CHECK(bus::test::eventually([&] { return t->health().connected; }, 20s));
+  CHECK(t->reconnects() >= 1);
+}
