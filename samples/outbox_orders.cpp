@@ -71,11 +71,11 @@ namespace {
 
 constexpr int order_count = 40;
 
-void bind(sqlite3_stmt* s, int i, const std::string& v) {
+void bind_value(sqlite3_stmt* s, int i, const std::string& v) {
   sqlite3_bind_text(s, i, v.c_str(), -1, SQLITE_TRANSIENT);
 }
-void bind(sqlite3_stmt* s, int i, double v) { sqlite3_bind_double(s, i, v); }
-void bind(sqlite3_stmt* s, int i, std::int64_t v) { sqlite3_bind_int64(s, i, v); }
+void bind_value(sqlite3_stmt* s, int i, double v) { sqlite3_bind_double(s, i, v); }
+void bind_value(sqlite3_stmt* s, int i, std::int64_t v) { sqlite3_bind_int64(s, i, v); }
 
 // Runs `sql` on the attempt's connection with `values` bound to ?1, ?2...
 // A failure throws, and so fails the attempt.
@@ -85,7 +85,7 @@ void execute(sqlite3* db, const char* sql, const Values&... values) {
   int rc = sqlite3_prepare_v2(db, sql, -1, &statement, nullptr);
   if (rc == SQLITE_OK) {
     int i = 0;
-    (bind(statement, ++i, values), ...);
+    (bind_value(statement, ++i, values), ...);
     rc = sqlite3_step(statement);
   }
   sqlite3_finalize(statement);

@@ -18,7 +18,7 @@ void roll_back(detail::sqlite_connection& c) {
     run(c.rollback, {});
 }
 
-void bind(sqlite3_stmt* stmt, int index, const std::string& text) {
+void bind_text(sqlite3_stmt* stmt, int index, const std::string& text) {
   sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
 }
 
@@ -26,8 +26,8 @@ void bind(sqlite3_stmt* stmt, int index, const std::string& text) {
 bool read_stored(detail::sqlite_connection& c, const inbox_key& key,
                  std::vector<std::string>& out) {
   auto* stmt = c.stored_rows.get();
-  bind(stmt, 1, key.endpoint);
-  bind(stmt, 2, key.message_id);
+  bind_text(stmt, 1, key.endpoint);
+  bind_text(stmt, 2, key.message_id);
   int rc = 0;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
@@ -134,8 +134,8 @@ result<inbox_entry> sqlite_store::receive(const inbox_key& key, time_point now) 
   }
   // Handled before: what became of its sends? Read, then let go at once.
   auto* stmt = c.dispatched_at.get();
-  bind(stmt, 1, key.endpoint);
-  bind(stmt, 2, key.message_id);
+  bind_text(stmt, 1, key.endpoint);
+  bind_text(stmt, 2, key.message_id);
   int rc = sqlite3_step(stmt);
   bool dispatched = rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL;
   sqlite3_reset(stmt);
@@ -216,10 +216,10 @@ result<std::vector<orphan>> sqlite_store::claim_orphans(const std::string& endpo
     return pool_->failure(c.db, "cannot begin a transaction");
   std::vector<orphan> found;
   auto* stmt = c.orphans.get();
-  bind(stmt, 1, pool_->owner);
+  bind_text(stmt, 1, pool_->owner);
   sqlite3_bind_int64(stmt, 2, to_unix_ms(now));
   sqlite3_bind_int64(stmt, 3, static_cast<long long>(limit));
-  bind(stmt, 4, endpoint);
+  bind_text(stmt, 4, endpoint);
   int rc = 0;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     auto text = [&](int column) {
@@ -282,8 +282,8 @@ result<std::optional<std::uint64_t>> sqlite_store::stream_offset(const std::stri
   sqlite_lease lease(pool_, std::move(*taken));
   auto& c = *lease.connection;
   auto* stmt = c.stream_offset.get();
-  bind(stmt, 1, reader);
-  bind(stmt, 2, stream);
+  bind_text(stmt, 1, reader);
+  bind_text(stmt, 2, stream);
   int rc = sqlite3_step(stmt);
   std::optional<std::uint64_t> committed;
   if (rc == SQLITE_ROW) {
