@@ -9,11 +9,17 @@
 //   claimed and gives it to the transport; one being claimed is left to
 //   its consumer, whose report follows within the transport's timeout.
 //
-// Whatever a handler does after its delivery was taken back has no effect.
+// Whatever a handler does after its delivery was taken back has no effect,
+// and a handler blocked in its attempt's database connection is woken:
+// the endpoint calls the interrupter the consumer left here (a stop must
+// not wait behind a database gone silent).
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 namespace bus::detail {
 
@@ -35,6 +41,24 @@ public:
     return state_.load(std::memory_order_acquire) == state::taken_back;
   }
 
+  // The consumer, once an attempt holds a store transaction: what ends
+  // the waits of its connection (store_transaction::interrupter).
+  void hold_interrupter(std::function<void()> interrupt) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    interrupt_ = std::move(interrupt);
+  }
+  // The endpoint, once it took the delivery back: ends those waits, if
+  // any (a transaction that ended meanwhile makes it do nothing).
+  void interrupt() {
+    std::function<void()> interrupt;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      interrupt = interrupt_;
+    }
+    if (interrupt)
+      interrupt();
+  }
+
 private:
   enum class state { working, claimed, taken_back };
 
@@ -43,6 +67,8 @@ private:
   }
 
   std::atomic<state> state_{state::working};
+  std::mutex mutex_;                // guards interrupt_ only, off the delivery's path
+  std::function<void()> interrupt_;
 };
 
 using claim_ptr = std::shared_ptr<delivery_claim>;

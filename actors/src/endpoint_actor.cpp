@@ -551,6 +551,9 @@ caf::behavior endpoint_actor(endpoint* self, endpoint_runtime_ptr rt) {
           "endpoint '{}' stopped before message {} was done; returning it to '{}'", st.rt->name(),
           d.message->message_id, d.queue);
         settle(*st.rt, d, outcome::requeue);
+        // A handler blocked in its attempt's database connection returns
+        // now, with an error; its consumer goes, and the stop with it.
+        it->second.claim->interrupt();
         it = st.busy.erase(it);
       }
       check_drained(self);

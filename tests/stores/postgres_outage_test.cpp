@@ -38,6 +38,38 @@ void write(bus::handler_context& ctx, const std::string& sql) {
     throw bus::store_error(std::string("the handler's INSERT failed: ") + PQerrorMessage(conn));
 }
 
+// An outbox store on the fixture's server, through a relay the test can
+// pause: the server goes silent, its connections stay open. The rig is
+// declared first, so that it goes last: the relay's destructor closes its
+// connections, which ends any wait in libpq the bus failed to bound, so a
+// failing test still ends.
+struct store_behind_relay {
+  bus::test::real_threads_bus rig;
+  bus::test::postgres_server server;
+  std::string database = server.fresh_database();
+  bus::test::tcp_relay relay{bus::test::tcp_relay::unix_socket{server.socket_path()}};
+  std::shared_ptr<bus::message_store> store = open();
+
+  std::shared_ptr<bus::message_store> open() const {
+    bus::postgres_store_settings settings{
+      database + " host=127.0.0.1 port=" + std::to_string(relay.port()), 200ms, 2s};
+    settings.response_timeout = 1s;
+    auto opened = bus::postgres_store::open(settings);
+    REQUIRE(opened);
+    return *opened;
+  }
+
+  // Whether stop() returns within `bound`; lets the relay go on after it,
+  // so that a stop that did not return ends too.
+  bool stops_within(bus::message_bus& bus, std::chrono::milliseconds bound) {
+    auto stopping = std::async(std::launch::async, [&] { bus.stop(); });
+    bool returned = stopping.wait_for(bound) == std::future_status::ready;
+    relay.resume();
+    stopping.wait();
+    return returned;
+  }
+};
+
 } // namespace
 
 TEST_CASE("outbox: PostgreSQL crashing mid-run trips the database's breaker, and once it is back "
@@ -148,46 +180,56 @@ TEST_CASE("outbox: PostgreSQL crashing mid-run trips the database's breaker, and
 TEST_CASE("outbox, stop() hangs on a silent PostgreSQL: an attempt fails within the store's "
           "response timeout, and stop() returns within the drain timeout and the store's "
           "deadlines, the message back on its queue") {
-  bus::test::real_threads_bus rig; // declared first, so that it goes last: see the relay
-  bus::test::postgres_server server;
-  auto database = server.fresh_database();
-  // Destroyed before the rig: closing its connections ends any wait in
-  // libpq that the bus failed to bound, so a failing test still ends.
-  bus::test::tcp_relay relay(bus::test::tcp_relay::unix_socket{server.socket_path()});
-  bus::postgres_store_settings settings{
-    database + " host=127.0.0.1 port=" + std::to_string(relay.port()), 200ms, 2s};
-  settings.response_timeout = 1s;
-  auto opened = bus::postgres_store::open(settings);
-  REQUIRE(opened);
-  std::shared_ptr<bus::message_store> store = *opened;
-
-  auto b = rig.builder();
+  store_behind_relay f;
+  auto b = f.rig.builder();
   if (std::getenv("BUS_TEST_LOG"))
     b.log_sinks({std::make_shared<spdlog::sinks::stderr_sink_mt>()});
   b.add_resilience([](bus::policy_builder& p) {
     p.on_any().retry(1000, 100ms, bus::backoff::constant).jitter(false);
   });
   b.endpoint("orders", [&](bus::endpoint_builder& e) {
-    e.slots(1).drain_timeout(1s).outbox(store).handle<order_placed>(
+    e.slots(1).drain_timeout(1s).outbox(f.store).handle<order_placed>(
       [](const order_placed&, bus::handler_context&) {});
   });
-  auto bus = rig.build(b);
+  auto bus = f.rig.build(b);
   REQUIRE(bus->start());
   REQUIRE(bus->send("orders", order_placed{"o-1", 1}));
   REQUIRE(bus::test::eventually([&] { return bus->stats("orders")->handled == 1; }, 30s));
 
-  relay.pause(); // the server goes silent; its connections stay open
+  f.relay.pause(); // the server goes silent
   REQUIRE(bus->send("orders", order_placed{"o-2", 1}));
   CHECK(bus::test::eventually([&] { return bus->stats("orders")->failed_attempts >= 1; }, 10s));
-
   // The bound: the drain timeout, then the store call a consumer or the
   // sweeper is in (a statement's 1 s, or a new connection's 2 s), and a
   // loaded machine's slack.
-  auto stopping = std::async(std::launch::async, [&] { bus->stop(); });
-  bool returned = stopping.wait_for(1s + 2s + 4s) == std::future_status::ready;
-  relay.resume(); // a stop that did not return may end now
-  stopping.wait();
-  CHECK(returned);
+  CHECK(f.stops_within(*bus, 1s + 2s + 4s));
   CHECK(bus->stats("orders")->handled == 1);
-  CHECK(rig.transport->depth("orders") == 1); // o-2, for the next run
+  CHECK(f.rig.transport->depth("orders") == 1); // o-2, for the next run
+}
+
+TEST_CASE("outbox, stop() hangs behind a handler's statement: on a silent PostgreSQL the "
+          "drain timeout ends the attempt's connection, the statement fails, and stop() returns") {
+  store_behind_relay f;
+  bus::test::pg_reader(f.database).exec("CREATE TABLE orders (id TEXT NOT NULL)");
+  auto b = f.rig.builder();
+  b.endpoint("orders", [&](bus::endpoint_builder& e) {
+    e.slots(1).drain_timeout(1s).outbox(f.store).handle<order_placed>(
+      [&](const order_placed& m, bus::handler_context& ctx) {
+        if (m.order_id == "o-2")
+          f.relay.pause(); // silent from here: the handler's own statement waits
+        write(ctx, "INSERT INTO orders VALUES ('" + m.order_id + "')");
+      });
+  });
+  auto bus = f.rig.build(b);
+  REQUIRE(bus->start());
+  REQUIRE(bus->send("orders", order_placed{"o-1", 1}));
+  REQUIRE(bus::test::eventually([&] { return bus->stats("orders")->handled == 1; }, 30s));
+  REQUIRE(bus->send("orders", order_placed{"o-2", 1}));
+  REQUIRE(bus::test::eventually([&] { return bus->stats("orders")->in_flight == 1; }, 10s));
+
+  // libpq's blocking call has no deadline of its own, and TCP sees the
+  // relay answer: only the stop's interrupter ends it.
+  CHECK(f.stops_within(*bus, 1s + 4s));
+  CHECK(bus->stats("orders")->handled == 1);
+  CHECK(f.rig.transport->depth("orders") == 1); // o-2, given back at the drain timeout
 }

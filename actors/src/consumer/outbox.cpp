@@ -148,7 +148,10 @@ bool open_inbox(consumer* self) {
     return false;
   }
   switch (entry->state) {
-    case inbox_state::first: cur.transaction = std::move(entry->transaction); return true;
+    case inbox_state::first:
+      cur.transaction = std::move(entry->transaction);
+      cur.claim->hold_interrupter(cur.transaction->interrupter());
+      return true;
     case inbox_state::dispatched: drop_duplicate(self); return false;
     case inbox_state::stored: dispatch_stored(self, entry->stored); return false;
   }

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -65,6 +66,15 @@ public:
   virtual result<void> commit(const std::vector<std::string>& outgoing) = 0;
   // Undoes everything written in the transaction, the inbox record too.
   virtual void rollback() noexcept = 0;
+
+  // A callable that, from any other thread, ends whatever the attempt's
+  // connection waits for (a statement of the handler's own on a server
+  // gone silent): that call fails at once, and the attempt can only fail.
+  // The runtime calls it when a stop's drain timeout gives the attempt's
+  // message back, so that stop() does not wait behind a database. Safe to
+  // call at any time, also after the transaction ended (then it does
+  // nothing); empty where a store has nothing to end.
+  [[nodiscard]] virtual std::function<void()> interrupter() const { return {}; }
 };
 
 // What the inbox knows of a delivery.

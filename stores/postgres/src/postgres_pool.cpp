@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
@@ -99,8 +100,9 @@ constexpr std::array<statement_text, 14> statements{{
   // SKIP LOCKED: two sweepers claiming at once take different records.
   {pg_statement::claim_orphans, "bus_claim_orphans",
    "UPDATE bus_inbox AS i SET owner = $1 FROM (SELECT endpoint, message_id FROM bus_inbox AS c "
-   "WHERE endpoint = $4 AND dispatched_at IS NULL AND owner <> $1 AND (owner = '' OR NOT EXISTS (SELECT 1 FROM "
-   "bus_store_owners AS o WHERE o.owner = c.owner AND o.expires_at >= $2::bigint)) "
+   "WHERE endpoint = $4 AND dispatched_at IS NULL AND owner <> $1 AND (owner = '' OR NOT "
+   "EXISTS (SELECT 1 FROM bus_store_owners AS o WHERE o.owner = c.owner AND o.expires_at >= "
+   "$2::bigint)) "
    "LIMIT $3::bigint FOR UPDATE SKIP LOCKED) AS picked "
    "WHERE i.endpoint = picked.endpoint AND i.message_id = picked.message_id "
    "RETURNING i.endpoint, i.message_id"},
@@ -221,6 +223,20 @@ pg_result postgres_connection::abandon(const char* why) {
   PQfinish(conn);
   conn = nullptr;
   return {};
+}
+
+void attempt_socket::interrupt() noexcept {
+  std::lock_guard lock(mutex);
+  if (fd < 0)
+    return;
+  interrupted = true;
+  ::shutdown(fd, SHUT_RDWR); // the waiting poll() wakes, and libpq reads the end
+}
+
+bool attempt_socket::forget() noexcept {
+  std::lock_guard lock(mutex);
+  fd = -1;
+  return interrupted;
 }
 
 bool postgres_connection::broken() const noexcept {
@@ -374,7 +390,11 @@ namespace {
 bool is_utf8_without_nul(const std::string& s) {
   for (std::size_t i = 0; i < s.size();) {
     auto c = static_cast<unsigned char>(s[i]);
-    std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    std::size_t length = c < 0x80           ? 1
+                         : (c >> 5) == 0x6  ? 2
+                         : (c >> 4) == 0xe  ? 3
+                         : (c >> 3) == 0x1e ? 4
+                                            : 0;
     if (c == 0 || length == 0 || i + length > s.size())
       return false;
     std::uint32_t point = length == 1 ? c : c & (0x7f >> length);

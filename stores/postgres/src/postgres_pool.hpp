@@ -99,14 +99,34 @@ struct postgres_pool {
                               const pg_result& r = {}) const;
 };
 
-// A connection borrowed from the pool, returned when the lease ends.
+// The socket of an attempt's connection while the attempt holds it, for
+// the interrupter another thread calls (store_transaction::interrupter):
+// shut down, never closed, so the descriptor stays the connection's; and
+// forgotten before the connection goes back to the pool, so that an
+// interrupter called late never touches the connection's next attempt.
+struct attempt_socket {
+  std::mutex mutex;
+  int fd = -1;              // guarded; -1 once forgotten
+  bool interrupted = false; // guarded
+
+  explicit attempt_socket(int socket) : fd(socket) {}
+  void interrupt() noexcept;
+  // Forgets the socket; true if it was interrupted meanwhile.
+  bool forget() noexcept;
+};
+
+// A connection borrowed from the pool, returned when the lease ends (not
+// if an attempt's interrupter shut its socket down).
 struct postgres_lease {
   std::shared_ptr<postgres_pool> pool;
   std::unique_ptr<postgres_connection> connection;
+  std::shared_ptr<attempt_socket> socket; // an attempt's lease only
 
   postgres_lease(std::shared_ptr<postgres_pool> p, std::unique_ptr<postgres_connection> c)
     : pool(std::move(p)), connection(std::move(c)) {}
   ~postgres_lease() {
+    if (socket && socket->forget())
+      return; // shut down: the connection goes, whatever libpq thinks of it
     if (connection)
       pool->give_back(std::move(connection));
   }

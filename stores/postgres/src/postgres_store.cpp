@@ -43,7 +43,15 @@ long long changed(const pg_result& r) { return std::atoll(PQcmdTuples(r.get()));
 } // namespace
 
 postgres_transaction::postgres_transaction(std::unique_ptr<postgres_lease> lease, inbox_key key)
-  : lease_(std::move(lease)), key_(std::move(key)) {}
+  : lease_(std::move(lease)),
+    socket_(std::make_shared<detail::attempt_socket>(PQsocket(lease_->connection->conn))),
+    key_(std::move(key)) {
+  lease_->socket = socket_;
+}
+
+std::function<void()> postgres_transaction::interrupter() const {
+  return [socket = socket_] { socket->interrupt(); };
+}
 
 postgres_transaction::~postgres_transaction() { rollback(); }
 

@@ -209,8 +209,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the token's scheme is case-insensitive, as RFC 7235 has it: 'bearer' and 'BEARER' "
-          "with the token write, and the token itself stays exact",
+TEST_CASE("the token's scheme is case-insensitive (RFC 7235): 'bearer' and 'BEARER' with the "
+          "token write, and the token itself stays exact",
           "[dashboard][http]") {
   failing_bus f("s3cret");
   f.fail_orders(2);

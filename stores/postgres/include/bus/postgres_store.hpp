@@ -50,13 +50,15 @@ struct postgres_store_settings {
   // connection() are libpq's blocking calls: the bus bounds them through
   // TCP (keepalives, and tcp_user_timeout at this value, which end a
   // connection whose packets go unanswered), not a server that holds the
-  // connection open and answers nothing (docs/outbox.md, "Deadlines").
+  // connection open and answers nothing, except at a stop's drain timeout,
+  // which shuts the attempt's connection down (docs/outbox.md).
   duration response_timeout = std::chrono::seconds(30);
 };
 
 namespace detail {
 struct postgres_pool;
 struct postgres_lease;
+struct attempt_socket;
 } // namespace detail
 
 // The transaction of one attempt. The handler writes through connection();
@@ -73,9 +75,13 @@ public:
 
   result<void> commit(const std::vector<std::string>& outgoing) override;
   void rollback() noexcept override;
+  // Shuts the connection's socket down (never closes it): a statement the
+  // handler waits in fails at once, and the connection is not lent again.
+  [[nodiscard]] std::function<void()> interrupter() const override;
 
 private:
   std::unique_ptr<detail::postgres_lease> lease_; // null once ended
+  std::shared_ptr<detail::attempt_socket> socket_;
   inbox_key key_;
 };
 
