@@ -5,9 +5,9 @@
 // every later message was handled, and a restart read them all again.
 #include <catch2/catch.hpp>
 
-#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include <caf/all.hpp>
@@ -16,6 +16,7 @@
 #include "broker.hpp"
 #include "bus/bus.hpp"
 #include "support/eventually.hpp"
+#include "support/handler_gate.hpp"
 #include "support/sample_messages.hpp"
 #include "support/scratch_directory.hpp"
 #include "support/tcp_relay.hpp"
@@ -27,33 +28,7 @@ using bus::test::tcp_relay;
 namespace {
 
 constexpr int events = 20;
-constexpr int held = 3; // the handler of this order waits while the connection drops
-
-// Where the handler of order `held` waits until the test lets it go on.
-class hold_point {
-public:
-  void wait_here() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    arrived_ = true;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return released_; });
-  }
-  bool arrived_within(std::chrono::milliseconds limit) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, limit, [&] { return arrived_; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> guard(mutex_);
-    released_ = true;
-    changed_.notify_all();
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool arrived_ = false;
-  bool released_ = false;
-};
+constexpr int held = 3; // the handler of this order waits at a gate while the connection drops
 
 } // namespace
 
@@ -73,7 +48,7 @@ TEST_CASE("a stream offset that freezes: a connection dropped while a handler ru
   settings.log = [](bus::rabbitmq_log_level, const std::string&) {};
   auto transport = bus::test::connect_transport(settings);
 
-  hold_point hold;
+  bus::test::handler_gate hold;
   std::mutex mutex;
   std::map<std::string, int> handled;
   bus::test::scratch_directory offsets;
@@ -89,8 +64,8 @@ TEST_CASE("a stream offset that freezes: a connection dropped while a handler ru
                        e.start_from(bus::stream_start::first())
                          .slots(1)
                          .handle<order_placed>([&](const order_placed& m) {
-                           if (m.order_id == "o-" + std::to_string(held))
-                             hold.wait_here();
+                           if (m.order_id == "o-" + std::to_string(held) && !hold.pass())
+                             throw std::runtime_error("the test never opened the gate");
                            std::lock_guard<std::mutex> guard(mutex);
                            ++handled[m.order_id];
                          });
@@ -110,11 +85,11 @@ TEST_CASE("a stream offset that freezes: a connection dropped while a handler ru
     REQUIRE(producer->send(stream, std::move(env)));
   }
 
-  REQUIRE(hold.arrived_within(30s));
+  REQUIRE(hold.wait_inside(1));
   auto before = transport->reconnects();
   relay.drop(); // both connections closed; the transport connects again
   bool back = bus::test::eventually([&] { return transport->reconnects() >= before + 2; }, 30s);
-  hold.release();
+  hold.open();
   REQUIRE(back);
 
   bool caught_up = bus::test::eventually(
