@@ -111,7 +111,7 @@ void sweep(sweeper* self) {
   const auto& rt = *self->state.rt;
   const auto& o = options_of(self);
   auto now = rt.now();
-  if (auto renewed = store_of(self).renew_lease(now + 3 * o.sweep_interval); !renewed) {
+  if (auto renewed = store_of(self).renew_lease(outbox_lease_end(now, o)); !renewed) {
     // The store is away or silent: the rest of the sweep would wait out
     // its deadlines again, call by call, and hold up a stop behind them.
     rt.log().outbox->warn("cannot renew the outbox's lease for endpoint '{}' ({}); sweeping again "

@@ -38,6 +38,13 @@ struct outbox_sweeper_state {
   static inline const char* name = "bus.outbox_sweeper";
 };
 
+// Where a store's lease ends when renewed at `now`: three sweep
+// intervals on, so that a process that misses two sweeps keeps its
+// records, and one that is gone lets them go after the third.
+[[nodiscard]] inline time_point outbox_lease_end(time_point now, const outbox_options& o) {
+  return now + 3 * o.sweep_interval;
+}
+
 caf::behavior outbox_sweeper_actor(caf::stateful_actor<outbox_sweeper_state>* self,
                                    endpoint_runtime_ptr rt);
 

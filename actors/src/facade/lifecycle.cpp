@@ -6,6 +6,7 @@
 #include "bus/masstransit.hpp"
 #include "bus/nservicebus.hpp"
 #include "endpoint_actor.hpp"
+#include "outbox_sweeper_actor.hpp"
 #include "stream/offset_file.hpp"
 #include "stream/offset_in_store.hpp"
 #include "stream/reader.hpp"
@@ -64,7 +65,7 @@ result<message_bus::impl::launched> message_bus::impl::launch(const endpoint_ent
   // turn: a process killed in between would keep its stored sends from
   // every other sweeper for the whole minute.
   if (def.store)
-    if (auto leased = def.store->renew_lease(clock() + 3 * def.outbox.sweep_interval); !leased)
+    if (auto leased = def.store->renew_lease(detail::outbox_lease_end(clock(), def.outbox)); !leased)
       log.outbox->warn("cannot renew the outbox's lease for endpoint '{}' at its start ({}); its "
                         "sweeper tries again",
                         def.name, to_string(leased.error()));

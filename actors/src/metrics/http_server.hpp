@@ -3,8 +3,9 @@
 // path to one more route (the bus's page, dashboard.hpp). civetweb (which
 // prometheus-cpp's exposer is built on) runs it on threads of its own, a
 // connection per thread, each wait on a peer bounded by the settings'
-// request timeout (bus/http_listener.hpp); prometheus::Exposer is not used because it serves collectables only, and
-// the health probes belong on the same port as the metrics.
+// request timeout (bus/http_listener.hpp). prometheus::Exposer is not used
+// because it serves collectables only, and the health probes belong on the
+// same port as the metrics.
 #pragma once
 
 #include <cstddef>
